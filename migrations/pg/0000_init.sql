@@ -1,0 +1,14 @@
+CREATE TABLE "settings" (
+	"key" text PRIMARY KEY NOT NULL,
+	"group_id" text NOT NULL,
+	"type" text NOT NULL,
+	"value" text NOT NULL,
+	"encrypted" boolean DEFAULT false NOT NULL,
+	"set_at" timestamp with time zone,
+	"updated_at" timestamp with time zone NOT NULL
+);
+--> statement-breakpoint
+CREATE TABLE "settings_revision" (
+	"id" integer PRIMARY KEY NOT NULL,
+	"revision" integer NOT NULL
+);

@@ -1,0 +1,96 @@
+import cookie from '@fastify/cookie'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import Fastify, { type FastifyInstance, type FastifyPluginAsync, type FastifyServerOptions } from 'fastify'
+import { authorize } from './auth/authorize.js'
+import type { Caller, CredentialVerifiers } from './auth/caller.js'
+import type { Config } from './config.js'
+import { DatabaseLifecycle } from './db/lifecycle.js'
+import { installErrorHandler } from './http/error-handler.js'
+import { errors } from './http/errors.js'
+import { loggerOptions } from './http/logging.js'
+import { registerDocumentation, registerOpenApi } from './http/openapi.js'
+import { requestId } from './http/request-id.js'
+import { installRouteGuard } from './http/route-guard.js'
+import { registerSecurityHeaders } from './http/security-headers.js'
+import { installValidators } from './http/validation.js'
+import { systemClock, type Clock } from './lib/clock.js'
+import { systemRoutes } from './modules/system/routes.js'
+import { createServices, type Services } from './services.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The services built on the database; 503 DATABASE_NOT_CONFIGURED before setup. */
+    readonly services: Services
+  }
+  interface FastifyRequest {
+    /** Set by the policy hook for every non-public route. */
+    caller: Caller | null
+  }
+}
+
+/** SPEC §2.2 */
+export const BODY_LIMIT = 1024 * 1024
+
+export interface BuildOptions {
+  clock?: Clock
+  logger?: FastifyServerOptions['logger']
+  /** Credential checks to use instead of the built-in ones (tests of the policy mechanism). */
+  credentials?: Partial<CredentialVerifiers>
+  /** Extra routes registered before the app is ready (tests, benchmarks). */
+  extend?: FastifyPluginAsync
+}
+
+/** A ready Fastify instance: no listen, no process access (STYLE 1). */
+export async function buildApp(config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
+  const clock = options.clock ?? systemClock
+  const app = Fastify({
+    logger: options.logger ?? loggerOptions(config),
+    genReqId: requestId,
+    requestIdHeader: false,
+    bodyLimit: BODY_LIMIT,
+    trustProxy: config.trustProxy,
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+  }).withTypeProvider<TypeBoxTypeProvider>()
+
+  for (const warning of config.warnings) app.log.warn(warning)
+
+  const lifecycle = new DatabaseLifecycle(config, app.log, (database) =>
+    createServices(database, { config, clock, credentials: options.credentials }),
+  )
+  app.decorate('services', { getter: () => lifecycle.current })
+  app.decorateRequest('caller', null)
+
+  installValidators(app)
+  installErrorHandler(app, { bodyLimit: BODY_LIMIT })
+  // Before @fastify/swagger: the guard writes each route's `security` that the document shows.
+  installRouteGuard(app)
+  // JSON only (SPEC §2.2); the OAuth endpoints add form bodies in their own context.
+  app.removeContentTypeParser('text/plain')
+
+  await app.register(cookie)
+  await registerSecurityHeaders(app, config)
+  await registerOpenApi(app, config)
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id)
+    if (request.is404) return
+    const { auth, beforeSetup } = request.routeOptions.config
+    if (beforeSetup !== true && !lifecycle.ready) throw errors.databaseNotConfigured()
+    if (auth !== undefined && auth.kind !== 'public') request.caller = await authorize(request, auth, lifecycle.current)
+  })
+  app.addHook('onClose', () => lifecycle.close())
+
+  await app.register(systemRoutes, { lifecycle })
+  await registerDocumentation(app, lifecycle)
+  if (options.extend) await app.register(options.extend)
+
+  try {
+    await lifecycle.start()
+    await app.ready()
+  } catch (error) {
+    await app.close().catch(() => {})
+    throw error
+  }
+  return app
+}

@@ -1,0 +1,82 @@
+import type { FastifyRequest } from 'fastify'
+import { AppError, errors } from '../http/errors.js'
+import type { Services } from '../services.js'
+import type { Caller, UserCaller } from './caller.js'
+import { presentedBearer, presentedSession } from './credentials-from-request.js'
+import { roleHas } from './permissions.js'
+import type { RoutePolicy } from './policies.js'
+
+const INVALID_TOKEN = 'Bearer error="invalid_token"'
+
+/**
+ * SPEC §3.2: identify the caller with the one credential kind the route admits, then enforce
+ * the route's requirements. Runs in `onRequest`, before the body is read, so an unauthorized
+ * caller learns nothing about its body (401/403 even for malformed or oversized bodies).
+ */
+export async function authorize(request: FastifyRequest, routePolicy: RoutePolicy, services: Services): Promise<Caller | null> {
+  if (routePolicy.kind === 'public') return null
+  const caller = await identify(request, routePolicy, services)
+  if (caller.kind !== 'user') return caller
+
+  if (routePolicy.kind === 'dual' && caller.via === 'bearer' && !caller.scopes?.includes(routePolicy.scope)) {
+    throw errors
+      .forbidden({ required_scope: routePolicy.scope }, `Forbidden: insufficient_scope, this route needs the scope ${routePolicy.scope}.`)
+      .withHeaders({ 'www-authenticate': `Bearer error="insufficient_scope", scope="${routePolicy.scope}"` })
+  }
+  // SPEC §3.4: with login switched off, only global admins keep using their credentials.
+  if (caller.role !== 'global_admin' && !(await services.settings.get('global.enable_login'))) {
+    throw new AppError(403, 'LOGIN_DISABLED', 'Login is disabled on this service.')
+  }
+  if ((routePolicy.kind === 'session' || routePolicy.kind === 'dual') && routePolicy.permission !== undefined) {
+    if (!roleHas(caller.role, routePolicy.permission)) throw errors.forbidden({ required_permission: routePolicy.permission })
+  }
+  if ((routePolicy.kind === 'session' || routePolicy.kind === 'dual') && routePolicy.teamPermission !== undefined) {
+    await authorizeTeam(request, caller, routePolicy.teamPermission, services)
+  }
+  return caller
+}
+
+async function identify(request: FastifyRequest, routePolicy: Exclude<RoutePolicy, { kind: 'public' }>, services: Services): Promise<Caller> {
+  const verify = services.credentials
+  const bearer = presentedBearer(request)
+  switch (routePolicy.kind) {
+    case 'session': {
+      const session = presentedSession(request)
+      // A bearer token is never accepted on a session-only route (SPEC §4.8).
+      if (session.kind !== 'session') {
+        throw errors.unauthorized(bearer.kind === 'none' ? undefined : 'This route accepts a session cookie only.')
+      }
+      return (await verify.session(session.id)) ?? fail()
+    }
+    case 'dual': {
+      if (bearer.kind === 'bearer') return (await verify.bearer(bearer.token)) ?? fail(INVALID_TOKEN)
+      if (bearer.kind !== 'none') fail(INVALID_TOKEN)
+      const session = presentedSession(request)
+      if (session.kind === 'session') return (await verify.session(session.id)) ?? fail()
+      return fail('Bearer')
+    }
+    case 'satellite': {
+      if (bearer.kind !== 'satellite_key') return fail('Bearer')
+      return (await verify.satelliteKey(bearer.secret)) ?? fail(INVALID_TOKEN)
+    }
+    case 'registration_token': {
+      if (bearer.kind !== 'registration_token') return fail('Bearer')
+      return (await verify.registrationToken(bearer.token, bearer.scope)) ?? fail(INVALID_TOKEN)
+    }
+  }
+}
+
+async function authorizeTeam(request: FastifyRequest, caller: UserCaller, permission: Parameters<typeof roleHas>[1], services: Services): Promise<void> {
+  if (caller.role === 'global_admin') return
+  const params = request.params as Record<string, string | undefined>
+  const teamId = params.teamId ?? params.id
+  const role = teamId === undefined ? null : await services.credentials.teamRole(caller.userId, teamId)
+  // A non-member learns nothing about the team's existence.
+  if (role === null) throw errors.notFound('Team')
+  if (!roleHas(role, permission)) throw errors.forbidden({ required_permission: permission })
+}
+
+function fail(wwwAuthenticate?: string): never {
+  const error = errors.unauthorized()
+  throw wwwAuthenticate ? error.withHeaders({ 'www-authenticate': wwwAuthenticate }) : error
+}

@@ -1,0 +1,51 @@
+import type { GlobalRole, TeamRole } from './permissions.js'
+
+/** Who is calling, as established by the onRequest hook from the credential the route admits. */
+export interface UserCaller {
+  kind: 'user'
+  via: 'session' | 'bearer'
+  userId: string
+  /** Read from the database on every request, never cached in the credential (SPEC §3.1). */
+  role: GlobalRole
+  /** Granted OAuth scopes; only for bearer callers. */
+  scopes?: readonly string[]
+  /** Id of the session or access token row. */
+  credentialId: string
+}
+
+export interface SatelliteCaller {
+  kind: 'satellite'
+  satelliteId: string
+  teamId: string | null
+}
+
+export interface RegistrationCaller {
+  kind: 'registration'
+  tokenId: string
+  scope: 'global' | 'team'
+  teamId: string | null
+}
+
+export type Caller = UserCaller | SatelliteCaller | RegistrationCaller
+
+/**
+ * How each kind of credential is checked. Each answers null for an unknown, expired or revoked
+ * credential. The capabilities that issue credentials (sessions, OAuth tokens, satellites)
+ * provide these; until one exists, its credential is simply never valid.
+ */
+export interface CredentialVerifiers {
+  session(sessionId: string): Promise<UserCaller | null>
+  bearer(accessToken: string): Promise<UserCaller | null>
+  satelliteKey(secret: string): Promise<SatelliteCaller | null>
+  registrationToken(token: string, scope: 'global' | 'team'): Promise<RegistrationCaller | null>
+  /** The caller's role in a team, or null when not a member (or no such team). */
+  teamRole(userId: string, teamId: string): Promise<TeamRole | null>
+}
+
+export const noCredentials: CredentialVerifiers = {
+  session: async () => null,
+  bearer: async () => null,
+  satelliteKey: async () => null,
+  registrationToken: async () => null,
+  teamRole: async () => null,
+}

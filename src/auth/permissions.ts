@@ -1,0 +1,69 @@
+/**
+ * SPEC §3.3: the one table of roles and permissions. Nothing else decides who may do what;
+ * GET /api/roles exposes it as it stands here.
+ */
+
+export const GLOBAL_ROLES = ['global_admin', 'global_user'] as const
+export const TEAM_ROLES = ['team_admin', 'team_user'] as const
+
+export type GlobalRole = (typeof GLOBAL_ROLES)[number]
+export type TeamRole = (typeof TEAM_ROLES)[number]
+
+const TEAM_USER = [
+  'team.view',
+  'team.members.view',
+  'mcp.servers.read',
+  'mcp.categories.view',
+] as const
+
+const TEAM_ADMIN = [
+  ...TEAM_USER,
+  'team.edit',
+  'team.delete',
+  'team.members.manage',
+  'team.satellites.view',
+  'team.satellites.manage',
+] as const
+
+const GLOBAL_USER = ['teams.create', 'mcp.servers.read', 'mcp.categories.view'] as const
+
+const GLOBAL_ADMIN = [
+  'users.view',
+  'users.edit',
+  'users.delete',
+  'roles.manage',
+  'settings.view',
+  'settings.edit',
+  'audit.view',
+  'email.test',
+  'plugins.view',
+  'teams.create',
+  'teams.view_all',
+  'mcp.servers.read',
+  'mcp.servers.manage',
+  'mcp.categories.view',
+  'mcp.categories.manage',
+  'mcp.versions.manage',
+  'satellites.view',
+  'satellites.manage',
+  // A global admin holds every team permission on every team.
+  ...TEAM_ADMIN,
+] as const
+
+export type TeamPermission = (typeof TEAM_ADMIN)[number]
+export type Permission = (typeof GLOBAL_ADMIN)[number]
+
+export const ROLE_PERMISSIONS: Readonly<Record<GlobalRole | TeamRole, readonly Permission[]>> = {
+  global_admin: GLOBAL_ADMIN,
+  global_user: GLOBAL_USER,
+  team_admin: TEAM_ADMIN,
+  team_user: TEAM_USER,
+}
+
+const granted = new Map(
+  Object.entries(ROLE_PERMISSIONS).map(([role, permissions]) => [role, new Set<string>(permissions)]),
+)
+
+export function roleHas(role: GlobalRole | TeamRole, permission: Permission): boolean {
+  return granted.get(role)?.has(permission) ?? false
+}

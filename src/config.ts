@@ -1,0 +1,221 @@
+import { randomBytes } from 'node:crypto'
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { join, resolve } from 'node:path'
+import { parseEnv } from 'node:util'
+
+/**
+ * The environment, read once, validated (every problem reported together), typed and frozen.
+ * This is the only module that reads `process.env`; everything else receives a `Config`.
+ */
+
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
+
+export type DatabaseTarget =
+  | { dialect: 'sqlite'; path: string; url: string }
+  | { dialect: 'postgresql'; url: string }
+
+export interface Config {
+  port: number
+  host: string
+  publicUrl: string
+  dataDir: string
+  database: DatabaseTarget
+  databaseAutoSetup: boolean
+  databasePoolSize: number
+  encryptionSecret: string
+  nodeEnv: string
+  isProduction: boolean
+  logLevel: LogLevel
+  pluginsDir: string
+  pluginsDisabled: readonly string[]
+  providerOauthUrl: string
+  providerApiUrl: string
+  corsOrigins: readonly string[]
+  trustProxy: boolean
+  redisUrl: string | null
+  rateLimitEnabled: boolean
+  providerOauthClientId: string | null
+  providerOauthClientSecret: string | null
+  smtpUrl: string | null
+  /** Things worth telling the operator once the logger exists (e.g. a generated secret). */
+  warnings: readonly string[]
+}
+
+export type Environment = Readonly<Record<string, string | undefined>>
+
+export class ConfigError extends Error {
+  constructor(readonly problems: readonly string[]) {
+    super(`Invalid configuration:\n  - ${problems.join('\n  - ')}`)
+    this.name = 'ConfigError'
+  }
+}
+
+const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']
+const SECRET_MIN_LENGTH = 32
+const SECRET_FILE = 'encryption-secret'
+
+/** `process.env` over the variables of a `.env` file in the working directory, if there is one. */
+export function readEnvironment(cwd = process.cwd()): Environment {
+  const file = join(cwd, '.env')
+  const fromFile = existsSync(file) ? parseEnv(readFileSync(file, 'utf8')) : {}
+  return { ...fromFile, ...process.env }
+}
+
+export function loadConfig(env: Environment = readEnvironment()): Config {
+  const problems: string[] = []
+  const warnings: string[] = []
+  const read = (name: string): string | undefined => {
+    const value = env[name]?.trim()
+    return value === undefined || value === '' ? undefined : value
+  }
+  const integer = (name: string, fallback: number, min: number, max: number): number => {
+    const raw = read(name)
+    if (raw === undefined) return fallback
+    const value = Number(raw)
+    if (!/^\d+$/.test(raw) || value < min || value > max) {
+      problems.push(`${name} must be an integer between ${min} and ${max} (got "${raw}")`)
+      return fallback
+    }
+    return value
+  }
+  const boolean = (name: string, fallback: boolean): boolean => {
+    const raw = read(name)?.toLowerCase()
+    if (raw === undefined) return fallback
+    if (['true', '1', 'yes'].includes(raw)) return true
+    if (['false', '0', 'no'].includes(raw)) return false
+    problems.push(`${name} must be true or false (got "${raw}")`)
+    return fallback
+  }
+  const httpUrl = (name: string, fallback: string): string => {
+    const raw = read(name) ?? fallback
+    if (!isHttpUrl(raw)) {
+      problems.push(`${name} must be an http(s) URL (got "${raw}")`)
+      return fallback
+    }
+    return raw.replace(/\/+$/, '')
+  }
+  const list = (name: string): string[] =>
+    (read(name) ?? '').split(',').map((item) => item.trim()).filter(Boolean)
+
+  const nodeEnv = read('NODE_ENV') ?? 'development'
+  const isProduction = nodeEnv === 'production'
+  const port = integer('PORT', 3000, 0, 65535)
+  const publicUrl = httpUrl('PUBLIC_URL', `http://localhost:${port}`)
+  const dataDir = resolve(read('DATA_DIR') ?? './data')
+
+  const logLevel = (read('LOG_LEVEL') ?? 'info') as LogLevel
+  if (!LOG_LEVELS.includes(logLevel)) problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`)
+
+  const database = parseDatabaseUrl(read('DATABASE_URL') ?? `sqlite:${join(dataDir, 'service.db')}`)
+  if (typeof database === 'string') problems.push(database)
+
+  const corsOrigins = list('CORS_ORIGINS')
+  for (const origin of corsOrigins) {
+    if (!isHttpUrl(origin) || new URL(origin).origin !== origin) {
+      problems.push(`CORS_ORIGINS entries must be origins like https://app.example.com (got "${origin}")`)
+    }
+  }
+
+  const redisUrl = read('REDIS_URL') ?? null
+  if (redisUrl !== null && !/^rediss?:\/\//.test(redisUrl)) problems.push('REDIS_URL must start with redis:// or rediss://')
+
+  const smtpUrl = read('SMTP_URL') ?? null
+  if (smtpUrl !== null && !/^smtps?:\/\/[^/]+/.test(smtpUrl)) problems.push('SMTP_URL must look like smtp://user:pass@host:port or smtps://…')
+
+  const pluginsDisabled = list('PLUGINS_DISABLED')
+  const providerOauthClientId = read('PROVIDER_OAUTH_CLIENT_ID') ?? null
+  const providerOauthClientSecret = read('PROVIDER_OAUTH_CLIENT_SECRET') ?? null
+  if ((providerOauthClientId === null) !== (providerOauthClientSecret === null)) {
+    problems.push('PROVIDER_OAUTH_CLIENT_ID and PROVIDER_OAUTH_CLIENT_SECRET must be set together')
+  }
+
+  const config = {
+    port,
+    host: read('HOST') ?? '127.0.0.1',
+    publicUrl,
+    dataDir,
+    database: database as DatabaseTarget,
+    databaseAutoSetup: boolean('DATABASE_AUTO_SETUP', true),
+    databasePoolSize: integer('DATABASE_POOL_SIZE', 10, 1, 500),
+    encryptionSecret: '',
+    nodeEnv,
+    isProduction,
+    logLevel,
+    pluginsDir: resolve(read('PLUGINS_DIR') ?? './plugins'),
+    pluginsDisabled,
+    providerOauthUrl: httpUrl('PROVIDER_OAUTH_URL', 'https://github.com'),
+    providerApiUrl: httpUrl('PROVIDER_API_URL', 'https://api.github.com'),
+    corsOrigins,
+    trustProxy: boolean('TRUST_PROXY', false),
+    redisUrl,
+    rateLimitEnabled: boolean('RATE_LIMIT_ENABLED', true),
+    providerOauthClientId,
+    providerOauthClientSecret,
+    smtpUrl,
+    warnings,
+  }
+
+  // The secret is settled last: generating one writes to DATA_DIR, which only makes sense
+  // once everything else is known to be valid.
+  const secret = read('ENCRYPTION_SECRET')
+  if (secret !== undefined && secret.length < SECRET_MIN_LENGTH) {
+    problems.push(`ENCRYPTION_SECRET must be at least ${SECRET_MIN_LENGTH} characters`)
+  } else if (secret === undefined && isProduction) {
+    problems.push('ENCRYPTION_SECRET is required when NODE_ENV=production')
+  }
+  if (problems.length > 0) throw new ConfigError(problems)
+
+  config.encryptionSecret = secret ?? generatedSecret(dataDir, warnings)
+  return deepFreeze(config)
+}
+
+function parseDatabaseUrl(url: string): DatabaseTarget | string {
+  if (url.startsWith('sqlite:')) {
+    const path = url.slice('sqlite:'.length)
+    if (path === '') return 'DATABASE_URL sqlite: needs a path (or sqlite::memory:)'
+    return { dialect: 'sqlite', path: path === ':memory:' ? ':memory:' : resolve(path), url }
+  }
+  if (/^postgres(ql)?:\/\/.+/.test(url)) {
+    try {
+      new URL(url)
+      return { dialect: 'postgresql', url }
+    } catch {
+      return 'DATABASE_URL is not a valid postgres:// URL'
+    }
+  }
+  return 'DATABASE_URL must be sqlite:<path>, sqlite::memory: or postgres://…'
+}
+
+/** Dev and test only: one random secret per data directory, kept private to this user. */
+function generatedSecret(dataDir: string, warnings: string[]): string {
+  const file = join(dataDir, SECRET_FILE)
+  if (existsSync(file)) {
+    const stored = readFileSync(file, 'utf8').trim()
+    if (stored.length >= SECRET_MIN_LENGTH) return stored
+  }
+  mkdirSync(dataDir, { recursive: true })
+  const secret = randomBytes(48).toString('base64url')
+  writeFileSync(file, `${secret}\n`, { mode: 0o600 })
+  chmodSync(file, 0o600)
+  warnings.push(
+    `ENCRYPTION_SECRET is not set: generated one and stored it in ${file} (mode 0600). ` +
+      'Set ENCRYPTION_SECRET explicitly in production; losing it makes encrypted settings unreadable.',
+  )
+  return secret
+}
+
+function isHttpUrl(value: string): boolean {
+  try {
+    const { protocol } = new URL(value)
+    return protocol === 'http:' || protocol === 'https:'
+  } catch {
+    return false
+  }
+}
+
+function deepFreeze<T extends object>(value: T): Readonly<T> {
+  for (const inner of Object.values(value)) {
+    if (inner !== null && typeof inner === 'object' && !Object.isFrozen(inner)) deepFreeze(inner)
+  }
+  return Object.freeze(value)
+}

@@ -1,0 +1,16 @@
+import type { DatabaseTarget } from '../config.js'
+import { openPostgres } from './pg.js'
+import { openSqlite } from './sqlite.js'
+import type { Database } from './types.js'
+
+export interface OpenOptions {
+  poolSize: number
+  onPoolError: (error: Error) => void
+}
+
+/** The dialect follows DATABASE_URL; the rest of the code sees one `Database` either way. */
+export function openDatabase(target: DatabaseTarget, { poolSize, onPoolError }: OpenOptions): Database {
+  return target.dialect === 'sqlite'
+    ? openSqlite(target.path)
+    : openPostgres({ url: target.url, poolSize, onError: onPoolError })
+}

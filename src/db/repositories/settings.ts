@@ -1,0 +1,71 @@
+import { and, eq, inArray, isNull, sql } from 'drizzle-orm'
+import type { Database } from '../types.js'
+
+export interface SettingRow {
+  key: string
+  groupId: string
+  type: 'string' | 'number' | 'boolean'
+  value: string
+  encrypted: boolean
+  setAt: Date | null
+  updatedAt: Date
+}
+
+export interface SettingWrite {
+  key: string
+  value: string
+}
+
+export type SettingsRepository = ReturnType<typeof settingsRepository>
+
+const REVISION_ROW = 1
+
+export function settingsRepository({ db, t, transaction }: Database) {
+  const bumpRevision = async (executor = db): Promise<number> => {
+    const [row] = await executor
+      .update(t.settingsRevision)
+      .set({ revision: sql`${t.settingsRevision.revision} + 1` })
+      .where(eq(t.settingsRevision.id, REVISION_ROW))
+      .returning({ revision: t.settingsRevision.revision })
+    return row!.revision
+  }
+
+  return {
+    /** Inserts the rows that do not exist yet; existing values are never overwritten. */
+    async seed(rows: SettingRow[]): Promise<void> {
+      await db.insert(t.settingsRevision).values({ id: REVISION_ROW, revision: 1 }).onConflictDoNothing()
+      if (rows.length > 0) await db.insert(t.settings).values(rows).onConflictDoNothing()
+    },
+
+    async all(): Promise<SettingRow[]> {
+      return db.select().from(t.settings)
+    },
+
+    async revision(): Promise<number> {
+      const [row] = await db
+        .select({ revision: t.settingsRevision.revision })
+        .from(t.settingsRevision)
+        .where(eq(t.settingsRevision.id, REVISION_ROW))
+      return row?.revision ?? 0
+    },
+
+    /** Keys among `keys` that still hold their seeded default (never set by anyone). */
+    async neverSet(keys: string[]): Promise<string[]> {
+      const rows = await db
+        .select({ key: t.settings.key })
+        .from(t.settings)
+        .where(and(inArray(t.settings.key, keys), isNull(t.settings.setAt)))
+      return rows.map((row) => row.key)
+    },
+
+    /** All-or-nothing: every write lands with one revision bump, or none does. */
+    async write(writes: SettingWrite[], at: Date): Promise<number> {
+      return transaction(async (tx) => {
+        for (const { key, value } of writes) {
+          await tx.update(t.settings).set({ value, setAt: at, updatedAt: at }).where(eq(t.settings.key, key))
+        }
+        return bumpRevision(tx)
+      })
+    },
+  }
+}

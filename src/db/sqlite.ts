@@ -1,0 +1,99 @@
+import { AsyncLocalStorage } from 'node:async_hooks'
+import { mkdirSync } from 'node:fs'
+import { dirname } from 'node:path'
+import BetterSqlite3 from 'better-sqlite3'
+import { drizzle as drizzleBetterSqlite } from 'drizzle-orm/better-sqlite3'
+import { migrate } from 'drizzle-orm/better-sqlite3/migrator'
+import { drizzle, type AsyncRemoteCallback } from 'drizzle-orm/sqlite-proxy'
+import { migrationsFolder } from '../paths.js'
+import * as schema from './schema/sqlite/index.js'
+import type { Database, Db, Tables } from './types.js'
+
+const STATEMENT_CACHE_SIZE = 500
+
+interface Holder {
+  tx?: Db
+  released: Promise<void>
+}
+
+/**
+ * SQLite through better-sqlite3, exposed to Drizzle via its async proxy driver so that both
+ * dialects share one async API (including `transaction(async tx => …)`, which the synchronous
+ * better-sqlite3 driver cannot offer).
+ */
+export function openSqlite(path: string): Database {
+  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
+  const client = new BetterSqlite3(path)
+  if (path !== ':memory:') client.pragma('journal_mode = WAL')
+  client.pragma('foreign_keys = ON')
+  client.pragma('busy_timeout = 5000')
+  client.pragma('synchronous = NORMAL')
+
+  const statements = new Map<string, BetterSqlite3.Statement>()
+  const prepare = (sql: string): BetterSqlite3.Statement => {
+    let statement = statements.get(sql)
+    if (statement === undefined) {
+      statement = client.prepare(sql)
+      if (statements.size >= STATEMENT_CACHE_SIZE) statements.delete(statements.keys().next().value!)
+      statements.set(sql, statement)
+    }
+    return statement
+  }
+
+  const context = new AsyncLocalStorage<Holder>()
+  let holder: Holder | null = null
+  let queue: Promise<void> = Promise.resolve()
+
+  const execute: AsyncRemoteCallback = async (sql, params, method) => {
+    while (holder !== null && context.getStore() !== holder) await holder.released
+    const statement = prepare(sql)
+    if (method === 'run' || !statement.reader) {
+      const result = statement.run(...params)
+      return { rows: [], changes: result.changes }
+    }
+    statement.raw(true)
+    // Drizzle maps positional rows itself; `get` expects the single row, not a list.
+    return method === 'get' ? { rows: statement.get(...params) as unknown[] } : { rows: statement.all(...params) }
+  }
+
+  const db = drizzle(execute, { schema }) as unknown as Db
+
+  return {
+    dialect: 'sqlite',
+    db,
+    t: schema as unknown as Tables,
+    async transaction(fn) {
+      const current = context.getStore()
+      if (current?.tx !== undefined) return fn(current.tx)
+      const previous = queue
+      let release!: () => void
+      const mine: Holder = { released: new Promise<void>((resolve) => (release = resolve)) }
+      queue = previous.then(() => mine.released)
+      await previous
+      holder = mine
+      try {
+        return await context.run(mine, () =>
+          (db as unknown as ReturnType<typeof drizzle>).transaction(
+            (tx) => {
+              mine.tx = tx as unknown as Db
+              return fn(mine.tx)
+            },
+            { behavior: 'immediate' },
+          ),
+        )
+      } finally {
+        holder = null
+        release()
+      }
+    },
+    async ping() {
+      prepare('select 1').get()
+    },
+    async migrate() {
+      migrate(drizzleBetterSqlite(client), { migrationsFolder: migrationsFolder('sqlite') })
+    },
+    async close() {
+      if (client.open) client.close()
+    },
+  }
+}

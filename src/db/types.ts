@@ -1,0 +1,31 @@
+import type { NodePgDatabase } from 'drizzle-orm/node-postgres'
+import type * as pgSchema from './schema/pg/index.js'
+
+export type Dialect = 'sqlite' | 'postgresql'
+
+/**
+ * The tables, typed once. Both schema folders export the same names with the same row types
+ * (SQLite columns use `timestamp_ms` and `boolean` modes), so repositories are written once
+ * against this shape; at run time each dialect's own table objects and query builder are used,
+ * and the shared test suite runs every repository on both.
+ */
+export type Tables = typeof pgSchema
+
+/** A query executor: the database itself or an open transaction. */
+export type Db = NodePgDatabase<Tables>
+
+export interface Database {
+  readonly dialect: Dialect
+  readonly db: Db
+  readonly t: Tables
+  /**
+   * Runs `fn` in one transaction. On SQLite, where one connection serves every request,
+   * transactions are serialized and statements from outside an open transaction wait for it,
+   * so nothing leaks into (or is rolled back with) someone else's transaction.
+   */
+  transaction<T>(fn: (tx: Db) => Promise<T>): Promise<T>
+  /** One trivial round trip; throws when the database does not answer. */
+  ping(): Promise<void>
+  migrate(): Promise<void>
+  close(): Promise<void>
+}

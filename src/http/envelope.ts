@@ -1,0 +1,50 @@
+import { Type, type TSchema } from 'typebox'
+
+/** SPEC §2.1: one envelope for every JSON answer. */
+
+export const ERROR_SCHEMA_ID = 'ErrorResponse'
+
+export const ErrorBody = Type.Object(
+  {
+    success: Type.Literal(false),
+    error: Type.String({ description: 'Human-readable text; match on `code`, never on this.' }),
+    code: Type.String({ description: 'Stable machine-readable code (SPEC §2.3).' }),
+    details: Type.Optional(Type.Unknown({ description: 'Per-field problems, or what was required.' })),
+  },
+  { $id: ERROR_SCHEMA_ID, description: 'Error envelope' },
+)
+
+/** Reference to the shared error schema, for response maps. */
+export const ErrorRef = Type.Ref(ERROR_SCHEMA_ID)
+
+export const Ok = <T extends TSchema>(data: T, description?: string) =>
+  Type.Object(
+    {
+      success: Type.Literal(true),
+      message: Type.Optional(Type.String()),
+      data,
+    },
+    description ? { description } : {},
+  )
+
+export const OkMessage = Type.Object({ success: Type.Literal(true), message: Type.String() })
+
+/** SPEC §2.4 */
+export const PaginationQuery = {
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
+  offset: Type.Optional(Type.Integer({ minimum: 0, default: 0 })),
+}
+
+export const Pagination = Type.Object({
+  total: Type.Integer(),
+  limit: Type.Integer(),
+  offset: Type.Integer(),
+  has_more: Type.Boolean(),
+})
+
+export const paginate = (total: number, limit: number, offset: number) => ({
+  total,
+  limit,
+  offset,
+  has_more: offset + limit < total,
+})

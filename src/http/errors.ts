@@ -1,0 +1,56 @@
+/**
+ * Errors with stable codes (SPEC §2.3). Code throws them; the one error handler
+ * (http/error-handler.ts) turns them into the envelope. An AppError is a deliberate answer,
+ * so its text reaches the caller; any other error becomes a generic 500.
+ */
+export class AppError extends Error {
+  /** Extra response headers (e.g. WWW-Authenticate, Retry-After). */
+  headers?: Record<string, string>
+
+  constructor(
+    readonly statusCode: number,
+    readonly code: string,
+    message: string,
+    readonly details?: unknown,
+  ) {
+    super(message)
+    this.name = 'AppError'
+  }
+
+  withHeaders(headers: Record<string, string>): this {
+    this.headers = { ...this.headers, ...headers }
+    return this
+  }
+}
+
+export interface FieldProblem {
+  field: string
+  message: string
+  /** body | querystring | params | headers */
+  in?: string
+}
+
+export const UNAUTHORIZED_TEXT = 'Unauthorized: Authentication required.'
+
+export const errors = {
+  validation: (details: FieldProblem[], message = 'Request validation failed.') =>
+    new AppError(400, 'VALIDATION_ERROR', message, details),
+  invalidJson: () => new AppError(400, 'INVALID_JSON', 'The request body is not valid JSON.'),
+  unauthorized: (reason?: string) =>
+    new AppError(401, 'UNAUTHORIZED', reason ? `${UNAUTHORIZED_TEXT} ${reason}` : UNAUTHORIZED_TEXT),
+  forbidden: (details: { required_permission?: string; required_scope?: string }, message = 'Forbidden: you are not allowed to do this.') =>
+    new AppError(403, 'FORBIDDEN', message, details),
+  notFound: (what = 'Resource') => new AppError(404, 'NOT_FOUND', `${what} not found.`),
+  routeNotFound: (method: string, url: string) =>
+    new AppError(404, 'NOT_FOUND', `Route ${method} ${url.split('?')[0]} not found.`),
+  conflict: (code: string, message: string) => new AppError(409, code, message),
+  payloadTooLarge: (limit: number) =>
+    new AppError(413, 'PAYLOAD_TOO_LARGE', `The request body is larger than ${limit} bytes.`),
+  unsupportedMediaType: () =>
+    new AppError(415, 'UNSUPPORTED_MEDIA_TYPE', 'The request body must be sent as Content-Type: application/json.'),
+  databaseNotConfigured: () =>
+    new AppError(503, 'DATABASE_NOT_CONFIGURED', 'The database is not configured yet: POST /api/db/setup first.'),
+  databaseUnavailable: () =>
+    new AppError(503, 'DATABASE_UNAVAILABLE', 'The database is not answering; try again shortly.'),
+  internal: () => new AppError(500, 'INTERNAL_ERROR', 'Internal server error.'),
+}

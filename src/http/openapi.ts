@@ -1,0 +1,51 @@
+import swagger from '@fastify/swagger'
+import swaggerUi from '@fastify/swagger-ui'
+import type { FastifyInstance } from 'fastify'
+import { policy } from '../auth/policies.js'
+import type { Config } from '../config.js'
+import type { DatabaseLifecycle } from '../db/lifecycle.js'
+import { ErrorBody } from './envelope.js'
+import { errors } from './errors.js'
+import { setRouteDefaults } from './route-guard.js'
+
+/** API contract version (SPEC §4.1), independent of the package version. */
+export const API_VERSION = '0.20.5'
+
+/** SPEC §4.1: the document is generated from the route schemas; nothing is written by hand. */
+export async function registerOpenApi(app: FastifyInstance, config: Config): Promise<void> {
+  app.addSchema(ErrorBody)
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.0.0',
+      info: {
+        title: 'Service backend API',
+        description:
+          'Backend HTTP API of the MCP server deployment platform. Every JSON answer carries `success`; ' +
+          'payloads sit under `data`, errors carry a stable `code` (see the README for the table).',
+        version: API_VERSION,
+      },
+      servers: [{ url: config.publicUrl, description: 'Development base address' }],
+      components: {
+        securitySchemes: {
+          cookieAuth: { type: 'apiKey', in: 'cookie', name: 'auth_session', description: 'Session cookie set by login.' },
+          bearerAuth: { type: 'http', scheme: 'bearer', description: 'OAuth2 access token (scopes per route), or a satellite credential.' },
+        },
+      },
+    },
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
+  })
+}
+
+/** Swagger UI and the JSON/YAML documents, switched by `global.enable_swagger_docs`. */
+export async function registerDocumentation(app: FastifyInstance, lifecycle: DatabaseLifecycle): Promise<void> {
+  await app.register(async (docs) => {
+    setRouteDefaults(docs, { auth: policy.public(), beforeSetup: true })
+    docs.addHook('onRequest', async () => {
+      // Before setup there are no settings yet: the documentation stays available.
+      if (lifecycle.ready && !(await lifecycle.current.settings.get('global.enable_swagger_docs'))) {
+        throw errors.notFound('Documentation')
+      }
+    })
+    await docs.register(swaggerUi, { routePrefix: '/documentation', staticCSP: true })
+  })
+}

@@ -1,0 +1,138 @@
+import type { Config } from '../../config.js'
+
+/**
+ * SPEC §4.4: settings are defined here, in code, by group, with a type and a default. The
+ * database holds only values; unknown keys cannot be created through the API. Plugins add
+ * groups under `plugin.<id>.*` through the same `SettingDefinition` shape.
+ */
+
+export type SettingType = 'string' | 'number' | 'boolean'
+export type SettingValueOf<T extends SettingType> = T extends 'string' ? string : T extends 'number' ? number : boolean
+export type SettingPrimitive = string | number | boolean
+
+export interface SettingDefinition<T extends SettingType = SettingType> {
+  group: string
+  type: T
+  /** A value, or a function of the configuration for defaults that depend on PUBLIC_URL. */
+  default: SettingValueOf<T> | ((config: Config) => SettingValueOf<T>)
+  name: string
+  description: string
+  /** Stored sealed with AES-256-GCM; never returned by the API. */
+  encrypted?: boolean
+  /** number: integer bounds. string: length bound. */
+  min?: number
+  max?: number
+}
+
+export interface SettingGroup {
+  id: string
+  name: string
+  description: string
+}
+
+const define = <T extends SettingType>(definition: SettingDefinition<T>) => definition
+
+export const CORE_GROUPS: readonly SettingGroup[] = [
+  { id: 'global', name: 'Global', description: 'Master switches for sign-in, registration, mail and documentation.' },
+  { id: 'team', name: 'Teams', description: 'Limits applied to teams.' },
+  { id: 'provider-oauth', name: 'Provider OAuth', description: 'Sign-in with a GitHub-compatible identity provider.' },
+  { id: 'smtp', name: 'SMTP', description: 'Outgoing mail server used for verification, reset and test mails.' },
+]
+
+export const CORE_SETTINGS = {
+  'global.enable_login': define({
+    group: 'global', type: 'boolean', default: true, name: 'Enable Login',
+    description: 'Master switch for every sign-in method. When off, only existing global-admin sessions keep working.',
+  }),
+  'global.enable_email_registration': define({
+    group: 'global', type: 'boolean', default: true, name: 'Enable Email Registration',
+    description: 'Allows new users to register with email and password.',
+  }),
+  'global.send_mail': define({
+    group: 'global', type: 'boolean', default: false, name: 'Email sending enabled',
+    description: 'Sends verification and password-reset mails (needs SMTP settings).',
+  }),
+  'global.require_email_verification': define({
+    group: 'global', type: 'boolean', default: true, name: 'Require email verification',
+    description: 'Refuses login until the email is verified; effective only while mail sending is enabled.',
+  }),
+  'global.page_url': define({
+    group: 'global', type: 'string', default: '', name: 'Frontend page URL', max: 2048,
+    description: 'Base URL of the web frontend for links and redirects; empty means PUBLIC_URL.',
+  }),
+  'global.enable_swagger_docs': define({
+    group: 'global', type: 'boolean', default: true, name: 'Enable API documentation',
+    description: 'Serves /documentation; when off those routes answer 404.',
+  }),
+  'team.creation_limit': define({
+    group: 'team', type: 'number', default: 3, name: 'Team creation limit', min: 0, max: 10_000,
+    description: 'Non-default teams a user may own.',
+  }),
+  'team.member_limit': define({
+    group: 'team', type: 'number', default: 10, name: 'Team member limit', min: 1, max: 100_000,
+    description: 'Members of a non-default team.',
+  }),
+  'provider.oauth.enabled': define({
+    group: 'provider-oauth', type: 'boolean', default: false, name: 'Provider OAuth Enabled',
+    description: 'Enables sign-in through the identity provider (also needs a client id and secret).',
+  }),
+  'provider.oauth.client_id': define({
+    group: 'provider-oauth', type: 'string', default: '', name: 'Client ID', max: 255,
+    description: 'OAuth client id registered at the identity provider.',
+  }),
+  'provider.oauth.client_secret': define({
+    group: 'provider-oauth', type: 'string', default: '', name: 'Client secret', encrypted: true, max: 1024,
+    description: 'OAuth client secret registered at the identity provider (stored encrypted).',
+  }),
+  'provider.oauth.callback_url': define({
+    group: 'provider-oauth', type: 'string', name: 'Callback URL', max: 2048,
+    default: (config: Config) => `${config.publicUrl}/api/auth/provider/callback`,
+    description: 'Must equal the callback URL registered at the identity provider.',
+  }),
+  'provider.oauth.scope': define({
+    group: 'provider-oauth', type: 'string', default: 'user:email', name: 'Scope', max: 255,
+    description: 'Scope requested from the identity provider; must include user:email.',
+  }),
+  'smtp.host': define({ group: 'smtp', type: 'string', default: '', name: 'Host', max: 255, description: 'SMTP server host name.' }),
+  'smtp.port': define({ group: 'smtp', type: 'number', default: 587, name: 'Port', min: 1, max: 65_535, description: 'SMTP server port.' }),
+  'smtp.username': define({ group: 'smtp', type: 'string', default: '', name: 'Username', max: 255, description: 'SMTP user name; empty for no authentication.' }),
+  'smtp.password': define({
+    group: 'smtp', type: 'string', default: '', name: 'Password', encrypted: true, max: 1024,
+    description: 'SMTP password (stored encrypted).',
+  }),
+  'smtp.secure': define({
+    group: 'smtp', type: 'boolean', default: false, name: 'TLS from the start',
+    description: 'true: TLS from the start (usually port 465); false: STARTTLS when the server offers it.',
+  }),
+  'smtp.require_tls': define({
+    group: 'smtp', type: 'boolean', default: false, name: 'Require STARTTLS',
+    description: 'Refuses to send when the server does not offer STARTTLS.',
+  }),
+  'smtp.from_name': define({ group: 'smtp', type: 'string', default: 'Service', name: 'Sender name', max: 255, description: 'Display name of the sender.' }),
+  'smtp.from_email': define({ group: 'smtp', type: 'string', default: '', name: 'Sender address', max: 255, description: 'Address mails are sent from.' }),
+}
+
+export type CoreSettings = typeof CORE_SETTINGS
+export type CoreSettingKey = keyof CoreSettings
+export type CoreSettingValue<K extends CoreSettingKey> = SettingValueOf<CoreSettings[K]['type']>
+
+export function defaultValue(definition: SettingDefinition, config: Config): SettingPrimitive {
+  return typeof definition.default === 'function' ? definition.default(config) : definition.default
+}
+
+/** Why `value` is not acceptable for `definition`, or null when it is. */
+export function valueProblem(definition: SettingDefinition, value: unknown): string | null {
+  switch (definition.type) {
+    case 'boolean':
+      return typeof value === 'boolean' ? null : 'must be a boolean'
+    case 'number':
+      if (typeof value !== 'number' || !Number.isInteger(value)) return 'must be an integer'
+      if (definition.min !== undefined && value < definition.min) return `must be at least ${definition.min}`
+      if (definition.max !== undefined && value > definition.max) return `must be at most ${definition.max}`
+      return null
+    case 'string':
+      if (typeof value !== 'string') return 'must be a string'
+      if (definition.max !== undefined && value.length > definition.max) return `must be at most ${definition.max} characters`
+      return null
+  }
+}

@@ -1,0 +1,30 @@
+import type { Config } from '../../config.js'
+import type { SettingChange } from './service.js'
+
+/**
+ * SPEC §1: SMTP_URL and PROVIDER_OAUTH_CLIENT_ID/SECRET configure a deployment without a click.
+ * They apply only to settings nobody has set yet; a value chosen through the API always wins.
+ */
+export function environmentSeeds(config: Config): SettingChange[] {
+  const seeds: SettingChange[] = []
+  if (config.smtpUrl !== null) {
+    const url = new URL(config.smtpUrl)
+    const secure = url.protocol === 'smtps:'
+    seeds.push(
+      { key: 'smtp.host', value: url.hostname },
+      { key: 'smtp.port', value: url.port === '' ? (secure ? 465 : 587) : Number(url.port) },
+      { key: 'smtp.username', value: decodeURIComponent(url.username) },
+      { key: 'smtp.password', value: decodeURIComponent(url.password) },
+      { key: 'smtp.secure', value: secure },
+      { key: 'global.send_mail', value: true },
+    )
+  }
+  if (config.providerOauthClientId !== null && config.providerOauthClientSecret !== null) {
+    seeds.push(
+      { key: 'provider.oauth.client_id', value: config.providerOauthClientId },
+      { key: 'provider.oauth.client_secret', value: config.providerOauthClientSecret },
+      { key: 'provider.oauth.enabled', value: true },
+    )
+  }
+  return seeds
+}

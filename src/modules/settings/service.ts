@@ -1,0 +1,190 @@
+import type { Config } from '../../config.js'
+import type { SettingRow, SettingsRepository } from '../../db/repositories/settings.js'
+import { errors, type FieldProblem } from '../../http/errors.js'
+import type { Clock } from '../../lib/clock.js'
+import type { SecretBox } from '../../lib/secret-box.js'
+import {
+  CORE_GROUPS,
+  CORE_SETTINGS,
+  defaultValue,
+  valueProblem,
+  type CoreSettingKey,
+  type CoreSettingValue,
+  type SettingDefinition,
+  type SettingGroup,
+  type SettingPrimitive,
+} from './definitions.js'
+import { environmentSeeds } from './environment-seeds.js'
+
+/**
+ * How stale a cached value may be. Another instance's change is seen within this bound plus
+ * one query (SPEC §4.4 promises 5 s); this instance's own changes are seen at once.
+ */
+export const SETTINGS_REVALIDATE_MS = 2000
+
+export interface SettingView {
+  key: string
+  group: string
+  type: SettingDefinition['type']
+  name: string
+  description: string
+  encrypted: boolean
+  /** The plaintext value; the HTTP layer withholds it for encrypted settings. */
+  value: SettingPrimitive
+  is_set: boolean
+  updated_at: Date
+}
+
+export interface SettingChange {
+  key: string
+  value: unknown
+}
+
+interface Deps {
+  repository: SettingsRepository
+  box: SecretBox
+  clock: Clock
+  config: Config
+  definitions?: Readonly<Record<string, SettingDefinition>>
+  groups?: readonly SettingGroup[]
+}
+
+export class SettingsService {
+  readonly groups: readonly SettingGroup[]
+  private readonly definitions: ReadonlyMap<string, SettingDefinition>
+  private readonly repository: SettingsRepository
+  private readonly box: SecretBox
+  private readonly clock: Clock
+  private readonly config: Config
+  private values = new Map<string, { value: SettingPrimitive; row: SettingRow }>()
+  private revision = -1
+  private checkedAt = Number.NEGATIVE_INFINITY
+  private revalidating: Promise<void> | null = null
+
+  constructor({ repository, box, clock, config, definitions = CORE_SETTINGS, groups = CORE_GROUPS }: Deps) {
+    this.repository = repository
+    this.box = box
+    this.clock = clock
+    this.config = config
+    this.definitions = new Map(Object.entries(definitions))
+    this.groups = groups
+  }
+
+  /** Seeds every definition (never overwriting), applies the environment seeds, fills the cache. */
+  async init(): Promise<void> {
+    const now = new Date(this.clock.now())
+    const rows = [...this.definitions].map(([key, definition]): SettingRow => ({
+      key,
+      groupId: definition.group,
+      type: definition.type,
+      value: this.encode(definition, defaultValue(definition, this.config)),
+      encrypted: definition.encrypted === true,
+      setAt: null,
+      updatedAt: now,
+    }))
+    await this.repository.seed(rows)
+    const seeds = environmentSeeds(this.config)
+    const untouched = new Set(await this.repository.neverSet(seeds.map((seed) => seed.key)))
+    const applicable = seeds.filter((seed) => untouched.has(seed.key))
+    if (applicable.length > 0) await this.update(applicable)
+    await this.reload()
+  }
+
+  definition(key: string): SettingDefinition | undefined {
+    return this.definitions.get(key)
+  }
+
+  async get<K extends CoreSettingKey>(key: K): Promise<CoreSettingValue<K>> {
+    return (await this.value(key)) as CoreSettingValue<K>
+  }
+
+  /** Untyped read, for keys contributed at run time (plugins). */
+  async value(key: string): Promise<SettingPrimitive> {
+    await this.revalidate()
+    const entry = this.values.get(key)
+    if (entry === undefined) throw errors.notFound(`Setting ${key}`)
+    return entry.value
+  }
+
+  async list(): Promise<SettingView[]> {
+    await this.revalidate()
+    return [...this.definitions].map(([key, definition]) => this.view(key, definition))
+  }
+
+  /** Validates every change first, then writes all of them in one transaction, or none. */
+  async update(changes: SettingChange[]): Promise<SettingView[]> {
+    const problems: FieldProblem[] = []
+    const seen = new Set<string>()
+    for (const { key, value } of changes) {
+      const definition = this.definitions.get(key)
+      if (definition === undefined) problems.push({ field: key, message: 'is not a known setting' })
+      else if (seen.has(key)) problems.push({ field: key, message: 'appears more than once' })
+      else {
+        const problem = valueProblem(definition, value)
+        if (problem !== null) problems.push({ field: key, message: problem })
+      }
+      seen.add(key)
+    }
+    if (problems.length > 0) throw errors.validation(problems, 'Invalid settings.')
+
+    const writes = changes.map(({ key, value }) => ({
+      key,
+      value: this.encode(this.definitions.get(key)!, value as SettingPrimitive),
+    }))
+    await this.repository.write(writes, new Date(this.clock.now()))
+    await this.reload()
+    return changes.map(({ key }) => this.view(key, this.definitions.get(key)!))
+  }
+
+  private view(key: string, definition: SettingDefinition): SettingView {
+    const entry = this.values.get(key)
+    const value = entry?.value ?? defaultValue(definition, this.config)
+    return {
+      key,
+      group: definition.group,
+      type: definition.type,
+      name: definition.name,
+      description: definition.description,
+      encrypted: definition.encrypted === true,
+      value,
+      is_set: value !== '',
+      updated_at: entry?.row.updatedAt ?? new Date(this.clock.now()),
+    }
+  }
+
+  private async revalidate(): Promise<void> {
+    if (this.clock.now() - this.checkedAt < SETTINGS_REVALIDATE_MS) return
+    this.revalidating ??= (async () => {
+      try {
+        const revision = await this.repository.revision()
+        if (revision !== this.revision) await this.reload()
+        else this.checkedAt = this.clock.now()
+      } finally {
+        this.revalidating = null
+      }
+    })()
+    await this.revalidating
+  }
+
+  private async reload(): Promise<void> {
+    const revision = await this.repository.revision()
+    const rows = await this.repository.all()
+    const values = new Map<string, { value: SettingPrimitive; row: SettingRow }>()
+    for (const row of rows) {
+      const definition = this.definitions.get(row.key)
+      if (definition !== undefined) values.set(row.key, { value: this.decode(definition, row.value), row })
+    }
+    this.values = values
+    this.revision = revision
+    this.checkedAt = this.clock.now()
+  }
+
+  private encode(definition: SettingDefinition, value: SettingPrimitive): string {
+    const json = JSON.stringify(value)
+    return definition.encrypted ? this.box.seal(json) : json
+  }
+
+  private decode(definition: SettingDefinition, stored: string): SettingPrimitive {
+    return JSON.parse(definition.encrypted ? this.box.open(stored) : stored) as SettingPrimitive
+  }
+}
