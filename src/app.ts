@@ -7,6 +7,7 @@ import type { Config } from './config.js'
 import { DatabaseLifecycle } from './db/lifecycle.js'
 import { installErrorHandler } from './http/error-handler.js'
 import { errors } from './http/errors.js'
+import { installGracefulClose } from './http/graceful-close.js'
 import { loggerOptions } from './http/logging.js'
 import { registerDocumentation, registerOpenApi } from './http/openapi.js'
 import { requestId } from './http/request-id.js'
@@ -79,6 +80,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     if (beforeSetup !== true && !lifecycle.ready) throw errors.databaseNotConfigured()
     if (auth !== undefined && auth.kind !== 'public') request.caller = await authorize(request, auth, lifecycle.current)
   })
+  installGracefulClose(app)
   app.addHook('onClose', () => lifecycle.close())
 
   await app.register(systemRoutes, { lifecycle })

@@ -1,0 +1,328 @@
+import type { FastifyPluginAsync, HTTPMethods } from 'fastify'
+import { Type } from 'typebox'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { CredentialVerifiers } from '../../src/auth/caller.js'
+import { policy, SCOPES, type RoutePolicy } from '../../src/auth/policies.js'
+import { Ok } from '../../src/http/envelope.js'
+import { createTestContext, type TestApp, type TestContext } from '../helpers/app.js'
+import { DIALECTS } from '../helpers/database.js'
+
+/**
+ * SPEC §4.1 and STYLE habit 12: the API surface is a contract. Every operation in the document is
+ * checked, so routes added later are covered without touching this file; their `security` is
+ * compared with what the route actually admits, learnt by calling it.
+ */
+
+type Security = Array<Record<string, string[]>>
+interface Schema {
+  $ref?: string
+  type?: string
+  required?: string[]
+  properties?: Record<string, unknown>
+  additionalProperties?: unknown
+}
+interface Content {
+  [mediaType: string]: { schema?: Schema }
+}
+interface Operation {
+  tags?: string[]
+  summary?: string
+  security?: Security
+  requestBody?: { content?: Content }
+  responses?: Record<string, { content?: Content }>
+}
+interface Document {
+  openapi: string
+  info: { title: string; version: string }
+  servers?: Array<{ url: string; description?: string }>
+  components: { securitySchemes: Record<string, unknown>; schemas: Record<string, Schema> }
+  paths: Record<string, Record<string, Operation>>
+}
+
+const PUBLIC_URL = 'https://api.example.test'
+const ERROR_REF = '#/components/schemas/ErrorResponse'
+const METHODS = new Set(['get', 'put', 'post', 'delete', 'patch', 'options'])
+
+const ok = async () => ({ success: true as const, data: {} })
+const testRoute = (method: HTTPMethods, url: string, auth: RoutePolicy, withBody = false) => ({
+  method,
+  url,
+  config: { auth },
+  schema: {
+    tags: ['Test'],
+    summary: `Test route (${auth.kind})`,
+    ...(withBody ? { body: Type.Object({ name: Type.String() }, { additionalProperties: false }) } : {}),
+    response: { 200: Ok(Type.Object({})) },
+  },
+  handler: ok,
+})
+
+/** Test-only routes of every policy kind, so the contract is checked for each. */
+const testRoutes: FastifyPluginAsync = async (app) => {
+  app.route(testRoute('GET', '/api/test/public', policy.public()))
+  app.route(testRoute('POST', '/api/test/public', policy.public(), true))
+  app.route(testRoute('GET', '/api/test/session', policy.session()))
+  app.route(testRoute('PUT', '/api/test/admin/:id', policy.session({ permission: 'users.view' }), true))
+  app.route(testRoute('DELETE', '/api/test/teams/:teamId', policy.session({ teamPermission: 'team.delete' })))
+  app.route(testRoute('GET', '/api/test/dual', policy.dual('teams:read')))
+  app.route(testRoute('PATCH', '/api/test/dual', policy.dual('mcp:read', { permission: 'mcp.servers.manage' }), true))
+  app.route(testRoute('GET', '/api/test/satellite', policy.satellite()))
+  app.route(testRoute('POST', '/api/test/register', policy.registrationToken(), true))
+}
+
+const PUBLIC: Security = []
+const SESSION: Security = [{ cookieAuth: [] }]
+const BEARER: Security = [{ bearerAuth: [] }]
+const dual = (scope: string): Security => [{ cookieAuth: [] }, { bearerAuth: [scope] }]
+
+/** Routes whose policy this file knows: the core routes of SPEC §4.1 and the test routes above. */
+const KNOWN: Record<string, Security> = {
+  'GET /api/health': PUBLIC,
+  'GET /api/health/ready': PUBLIC,
+  'GET /api/db/status': PUBLIC,
+  'POST /api/db/setup': PUBLIC,
+  'GET /api/test/public': PUBLIC,
+  'POST /api/test/public': PUBLIC,
+  'GET /api/test/session': SESSION,
+  'PUT /api/test/admin/{id}': SESSION,
+  'DELETE /api/test/teams/{teamId}': SESSION,
+  'GET /api/test/dual': dual('teams:read'),
+  'PATCH /api/test/dual': dual('mcp:read'),
+  'GET /api/test/satellite': BEARER,
+  'POST /api/test/register': BEARER,
+}
+
+type CredentialKind = 'session' | 'bearer' | 'satellite' | 'registration'
+
+/**
+ * Credential checks that refuse everything but note that they were asked: a route admits a kind
+ * of credential exactly when presenting one makes the policy hook consult its check. The one
+ * exception is a bearer token without scopes, which a dual route refuses with 403 naming the
+ * scope it needs. No handler of a protected route ever runs.
+ */
+function recordingCredentials() {
+  const consulted = new Set<CredentialKind>()
+  const refuse = (kind: CredentialKind) => async () => {
+    consulted.add(kind)
+    return null
+  }
+  const credentials: Partial<CredentialVerifiers> = {
+    session: refuse('session'),
+    bearer: async () => {
+      consulted.add('bearer')
+      return { kind: 'user', via: 'bearer', userId: 'probe', role: 'global_user', scopes: [], credentialId: 'probe' }
+    },
+    satelliteKey: refuse('satellite'),
+    registrationToken: refuse('registration'),
+  }
+  return { consulted, credentials }
+}
+
+const PRESENTED: Record<CredentialKind, Record<string, string>> = {
+  session: { cookie: 'auth_session=probe-session' },
+  bearer: { authorization: 'Bearer probe-token' },
+  satellite: { authorization: 'Bearer service_satkey_probe' },
+  registration: { authorization: 'Bearer service_satellite_global_probe' },
+}
+
+/** The JSON body of an answer, if it has one. */
+function bodyOf(response: { body: string }): { code?: unknown; details?: { required_scope?: unknown } } | undefined {
+  try {
+    return JSON.parse(response.body)
+  } catch {
+    return undefined
+  }
+}
+
+function operations(document: Document): Array<[string, Operation]> {
+  return Object.entries(document.paths).flatMap(([path, item]) =>
+    Object.entries(item)
+      .filter(([method]) => METHODS.has(method))
+      .map(([method, operation]): [string, Operation] => [`${method.toUpperCase()} ${path}`, operation]),
+  )
+}
+
+describe.each(DIALECTS)('OpenAPI contract on %s', (dialect) => {
+  let ctx: TestContext
+  let subject: TestApp
+  let document: Document
+  let probe: ReturnType<typeof recordingCredentials>
+
+  beforeAll(async () => {
+    ctx = await createTestContext(dialect)
+    probe = recordingCredentials()
+    subject = await ctx.build({ env: { PUBLIC_URL }, extend: testRoutes, credentials: probe.credentials })
+    const response = await subject.app.inject({ method: 'GET', url: '/documentation/json' })
+    expect(response.statusCode).toBe(200)
+    document = response.json()
+  })
+  afterAll(() => ctx.close())
+
+  const resolve = (schema: Schema | undefined): Schema | undefined =>
+    schema?.$ref?.startsWith('#/components/schemas/')
+      ? document.components.schemas[schema.$ref.slice('#/components/schemas/'.length)]
+      : schema
+
+  it('describes the API: OpenAPI 3.0.0, contract version, one server at PUBLIC_URL, both security schemes', () => {
+    expect(document.openapi).toBe('3.0.0')
+    expect(document.info.version).toBe('0.20.5')
+    expect(document.info.title).toEqual(expect.stringMatching(/\S/))
+    expect(document.servers).toHaveLength(1)
+    expect(document.servers?.[0]?.url).toBe(subject.config.publicUrl)
+    expect(document.servers?.[0]?.url).toBe(PUBLIC_URL)
+    expect(document.servers?.[0]?.description).toMatch(/development/i)
+    expect(document.components.securitySchemes.cookieAuth).toMatchObject({ type: 'apiKey', in: 'cookie', name: 'auth_session' })
+    expect(document.components.securitySchemes.bearerAuth).toMatchObject({ type: 'http', scheme: 'bearer' })
+  })
+
+  it('shares one ErrorResponse schema with success, error and code required', () => {
+    const schema = document.components.schemas.ErrorResponse
+    expect(schema).toBeDefined()
+    expect(schema?.type).toBe('object')
+    expect(schema?.required).toEqual(expect.arrayContaining(['success', 'error', 'code']))
+    expect(Object.keys(schema?.properties ?? {})).toEqual(expect.arrayContaining(['success', 'error', 'code', 'details']))
+  })
+
+  it('lists every known route with the security of its policy', () => {
+    const documented = Object.fromEntries(operations(document).map(([name, operation]) => [name, operation.security]))
+    for (const [name, security] of Object.entries(KNOWN)) expect(documented[name], name).toEqual(security)
+  })
+
+  it('documents every operation with tags, a summary, a JSON success envelope and the error envelope', () => {
+    const all = operations(document)
+    expect(all.length).toBeGreaterThanOrEqual(Object.keys(KNOWN).length)
+    const failures: string[] = []
+    for (const [name, operation] of all) {
+      const fail = (problem: string) => failures.push(`${name}: ${problem}`)
+      if (!operation.tags?.length || operation.tags.some((tag) => !tag.trim())) fail('no tags')
+      if (!operation.summary?.trim()) fail('no summary')
+      if (!Array.isArray(operation.security)) fail('no security')
+
+      const responses = Object.entries(operation.responses ?? {})
+      const success = responses.filter(([status]) => /^2(\d\d|XX)$/.test(status))
+      const jsonSuccess = success.map(([, response]) => resolve(response.content?.['application/json']?.schema)).filter((s) => s !== undefined)
+      if (jsonSuccess.length === 0) fail('no 2xx response with a JSON schema')
+      for (const schema of jsonSuccess) {
+        // SPEC §2.1: every JSON answer carries `success`.
+        if (schema.properties?.success === undefined || !schema.required?.includes('success')) fail('a 2xx schema lacks `success`')
+      }
+      for (const errorClass of ['4', '5']) {
+        const enveloped = responses.some(
+          ([status, response]) => status.startsWith(errorClass) && JSON.stringify(response.content?.['application/json']?.schema ?? {}).includes(ERROR_REF),
+        )
+        if (!enveloped) fail(`no ${errorClass}xx response referencing ErrorResponse`)
+      }
+
+      // SPEC §2.2: request objects refuse unknown properties.
+      for (const [mediaType, { schema }] of Object.entries(operation.requestBody?.content ?? {})) {
+        const body = resolve(schema)
+        if (body?.type === 'object' && body.additionalProperties !== false) fail(`${mediaType} body allows unknown properties`)
+      }
+    }
+    expect(failures).toEqual([])
+  })
+
+  it('gives every operation the security that its route actually enforces', async () => {
+    const documented: Record<string, Security | undefined> = {}
+    const enforced: Record<string, Security | string> = {}
+    for (const [name, operation] of operations(document)) {
+      documented[name] = operation.security
+      const [method, path] = name.split(' ') as [string, string]
+      // Malformed JSON: a public route refuses it at parsing, before any handler runs.
+      const hasBody = method !== 'GET' && method !== 'HEAD'
+      const call = async (headers: Record<string, string>) => {
+        probe.consulted.clear()
+        const response = await subject.app.inject({
+          method: method as HTTPMethods,
+          url: path.replace(/\{[^}]+\}/g, 'probe'),
+          headers: hasBody ? { ...headers, 'content-type': 'application/json' } : headers,
+          ...(hasBody ? { payload: '{' } : {}),
+        })
+        return { response, consulted: new Set(probe.consulted) }
+      }
+
+      const anonymous = await call({})
+      const admits = {} as Record<CredentialKind, boolean>
+      let requiredScope: unknown
+      for (const kind of Object.keys(PRESENTED) as CredentialKind[]) {
+        const { response, consulted } = await call(PRESENTED[kind])
+        admits[kind] = consulted.has(kind)
+        if (kind === 'bearer' && admits.bearer) requiredScope = bodyOf(response)?.details?.required_scope
+      }
+
+      // The policy hook's refusal, as opposed to e.g. an OAuth endpoint's own 401 invalid_client.
+      const refusedAnonymous = anonymous.response.statusCode === 401 && bodyOf(anonymous.response)?.code === 'UNAUTHORIZED'
+      if (!Object.values(admits).some(Boolean)) {
+        enforced[name] = refusedAnonymous ? 'refuses every credential' : PUBLIC
+      } else if (!refusedAnonymous) {
+        enforced[name] = `answers anonymous callers (${anonymous.response.statusCode}), yet consults credentials`
+      } else if (admits.session && admits.bearer) {
+        enforced[name] = typeof requiredScope === 'string' && (SCOPES as readonly string[]).includes(requiredScope)
+          ? dual(requiredScope)
+          : `dual, but a scopeless token was not refused with a known required_scope (${String(requiredScope)})`
+      } else if (admits.session) {
+        enforced[name] = admits.satellite || admits.registration ? 'session and satellite credentials' : SESSION
+      } else if (admits.satellite || admits.registration) {
+        enforced[name] = admits.bearer ? 'bearer and satellite credentials' : BEARER
+      } else {
+        enforced[name] = 'admits a bearer token but no session'
+      }
+    }
+    expect(documented).toEqual(enforced)
+  })
+
+  it('serves the document as YAML', async () => {
+    const response = await subject.app.inject({ method: 'GET', url: '/documentation/yaml' })
+    expect(response.statusCode).toBe(200)
+    expect(response.headers['content-type']).toContain('yaml')
+    expect(response.body).toMatch(/^openapi: ['"]?3\.0\.0/)
+    expect(response.body).toContain('/api/health')
+  })
+
+  it('serves Swagger UI as HTML', async () => {
+    let response = await subject.app.inject({ method: 'GET', url: '/documentation' })
+    for (let hops = 0; hops < 3 && response.statusCode >= 300 && response.statusCode < 400; hops++) {
+      response = await subject.app.inject({ method: 'GET', url: String(response.headers.location) })
+    }
+    expect(response.statusCode).toBe(200)
+    expect(response.headers['content-type']).toContain('text/html')
+    expect(response.body).toMatch(/swagger/i)
+  })
+})
+
+describe('routes that break the contract fail the boot', () => {
+  let ctx: TestContext
+
+  beforeAll(async () => {
+    ctx = await createTestContext('sqlite')
+  })
+  afterAll(() => ctx.close())
+
+  const extend = (route: Record<string, unknown>): FastifyPluginAsync => async (app) => {
+    app.route({ method: 'POST', url: '/api/test/broken', handler: ok, ...route })
+  }
+  const summary = { tags: ['Test'], summary: 'Broken on purpose', response: { 200: Ok(Type.Object({})) } }
+
+  it('a route that declares no policy, naming the route', async () => {
+    await expect(ctx.build({ extend: extend({ schema: summary }) })).rejects.toThrow(/POST \/api\/test\/broken.*auth/)
+  })
+
+  it('a hidden route that declares no policy', async () => {
+    await expect(ctx.build({ extend: extend({ schema: { ...summary, hide: true } }) })).rejects.toThrow(/POST \/api\/test\/broken/)
+  })
+
+  it.each(['body', 'querystring'])('a %s object schema without additionalProperties: false', async (part) => {
+    const schema = { ...summary, [part]: Type.Object({ name: Type.String() }) }
+    await expect(ctx.build({ extend: extend({ config: { auth: policy.public() }, schema }) }))
+      .rejects.toThrow(new RegExp(`POST /api/test/broken.*${part}.*additionalProperties`))
+  })
+
+  it('while the same routes with a policy and closed objects boot', async () => {
+    const closed = Type.Object({ name: Type.String() }, { additionalProperties: false })
+    const { app } = await ctx.build({
+      extend: extend({ config: { auth: policy.session() }, schema: { ...summary, body: closed, querystring: closed } }),
+    })
+    const response = await app.inject({ method: 'POST', url: '/api/test/broken' })
+    expect(response.statusCode).toBe(401)
+  })
+})
