@@ -83,11 +83,10 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   installGracefulClose(app)
   app.addHook('onClose', () => lifecycle.close())
 
-  await app.register(systemRoutes, { lifecycle })
-  await registerDocumentation(app, lifecycle)
-  if (options.extend) await app.register(options.extend)
-
   try {
+    await app.register(systemRoutes, { lifecycle })
+    await registerDocumentation(app, lifecycle)
+    if (options.extend) await app.register(options.extend)
     await lifecycle.start()
     await app.ready()
   } catch (error) {

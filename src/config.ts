@@ -169,6 +169,16 @@ export function loadConfig(env: Environment = readEnvironment()): Config {
   return deepFreeze(config)
 }
 
+function readStoredSecret(file: string): string | null {
+  if (!existsSync(file)) return null
+  const stored = readFileSync(file, 'utf8').trim()
+  // Replacing a damaged secret would make every encrypted setting unreadable: stop instead.
+  if (stored.length < SECRET_MIN_LENGTH) {
+    throw new ConfigError([`${file} holds a secret shorter than ${SECRET_MIN_LENGTH} characters; restore it or set ENCRYPTION_SECRET`])
+  }
+  return stored
+}
+
 function parseDatabaseUrl(url: string): DatabaseTarget | string {
   if (url.startsWith('sqlite:')) {
     const path = url.slice('sqlite:'.length)
@@ -189,10 +199,8 @@ function parseDatabaseUrl(url: string): DatabaseTarget | string {
 /** Dev and test only: one random secret per data directory, kept private to this user. */
 function generatedSecret(dataDir: string, warnings: string[]): string {
   const file = join(dataDir, SECRET_FILE)
-  if (existsSync(file)) {
-    const stored = readFileSync(file, 'utf8').trim()
-    if (stored.length >= SECRET_MIN_LENGTH) return stored
-  }
+  const stored = readStoredSecret(file)
+  if (stored !== null) return stored
   mkdirSync(dataDir, { recursive: true })
   const secret = randomBytes(48).toString('base64url')
   writeFileSync(file, `${secret}\n`, { mode: 0o600 })

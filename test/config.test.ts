@@ -253,6 +253,13 @@ describe('ENCRYPTION_SECRET', () => {
     expect(second.warnings).toEqual([])
   })
 
+  it('a damaged stored secret stops the start instead of being replaced', () => {
+    const dir = dataDir()
+    writeFileSync(secretFile(dir), 'short\n', { mode: 0o600 })
+    expect(() => loadConfig({ DATA_DIR: dir })).toThrow(ConfigError)
+    expect(readFileSync(secretFile(dir), 'utf8')).toBe('short\n')
+  })
+
   it('each data directory gets its own random secret', () => {
     expect(loadConfig({ DATA_DIR: dataDir() }).encryptionSecret).not.toBe(loadConfig({ DATA_DIR: dataDir() }).encryptionSecret)
   })

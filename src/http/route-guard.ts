@@ -1,4 +1,5 @@
 import type { FastifyInstance, RouteOptions } from 'fastify'
+import { Type } from 'typebox'
 import { openApiSecurity, type RoutePolicy } from '../auth/policies.js'
 import { ErrorRef } from './envelope.js'
 
@@ -9,6 +10,26 @@ declare module 'fastify' {
     /** Answers while the database is not set up yet (health, db setup, documentation). */
     beforeSetup?: boolean
   }
+}
+
+const NO_QUERY = Type.Object({}, { additionalProperties: false })
+
+/** Where in a request schema an object with properties would accept unknown ones, or null. */
+function looseObjectPath(node: unknown, path: string): string | null {
+  if (node === null || typeof node !== 'object') return null
+  const schema = node as Record<string, unknown>
+  if (schema.type === 'object' && schema.additionalProperties !== false && schema.patternProperties === undefined) return path
+  const children: Array<[unknown, string]> = []
+  for (const [key, value] of Object.entries((schema.properties ?? {}) as Record<string, unknown>)) children.push([value, `${path}.${key}`])
+  for (const keyword of ['anyOf', 'oneOf', 'allOf'] as const) {
+    for (const [index, value] of ((schema[keyword] ?? []) as unknown[]).entries()) children.push([value, `${path}(${keyword}[${index}])`])
+  }
+  if (schema.items !== undefined) children.push([schema.items, `${path}[]`])
+  for (const [child, childPath] of children) {
+    const loose = looseObjectPath(child, childPath)
+    if (loose !== null) return loose
+  }
+  return null
 }
 
 type RouteDefaults = Pick<NonNullable<RouteOptions['config']>, 'auth' | 'beforeSetup'>
@@ -25,8 +46,10 @@ export function setRouteDefaults(instance: FastifyInstance, defaults: RouteDefau
 
 /**
  * Boot-time checks on every route (SPEC §3.2, §2.2, §4.1): a policy must be declared, request
- * objects must refuse unknown properties, and the OpenAPI `security` and error responses follow
- * from the policy, so no route states them by hand.
+ * objects (nested ones too) must refuse unknown properties, a route without query parameters
+ * refuses any, and the OpenAPI `security` and error responses follow from the policy, so no
+ * route states them by hand. Routes hidden from the document (Swagger UI's assets) are exempt
+ * from all but the policy.
  */
 export function installRouteGuard(app: FastifyInstance): void {
   app.addHook('onRoute', function guard(route) {
@@ -37,13 +60,15 @@ export function installRouteGuard(app: FastifyInstance): void {
     if (auth === undefined) throw new Error(`Route ${name} declares no auth policy (config.auth)`)
 
     const schema = (route.schema ??= {}) as Record<string, unknown>
+    if (schema.hide === true) return
+    // SPEC §2.2: unknown query parameters are refused, also on routes that take none.
+    schema.querystring ??= NO_QUERY
     for (const part of ['body', 'querystring'] as const) {
-      const partSchema = schema[part] as { type?: string; additionalProperties?: unknown } | undefined
-      if (partSchema?.type === 'object' && partSchema.additionalProperties !== false) {
-        throw new Error(`Route ${name}: its ${part} schema must set additionalProperties: false (SPEC §2.2)`)
+      const loose = schema[part] === undefined ? null : looseObjectPath(schema[part], part)
+      if (loose !== null) {
+        throw new Error(`Route ${name}: the object at ${loose} must set additionalProperties: false (SPEC §2.2)`)
       }
     }
-    if (schema.hide === true) return
     schema.security = openApiSecurity(auth)
     schema.response = { '4xx': ErrorRef, '5xx': ErrorRef, ...(schema.response as object | undefined) }
   })

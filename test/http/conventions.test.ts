@@ -152,6 +152,12 @@ describe.each(DIALECTS)('HTTP conventions on %s', (dialect) => {
     }
   })
 
+  it('a route without query parameters refuses any', async () => {
+    const response = await subject.app.inject({ method: 'GET', url: '/api/health?verbose=1' })
+    expect(response.statusCode).toBe(400)
+    expect(response.json().details).toEqual([{ field: 'verbose', message: 'is not allowed', in: 'querystring' }])
+  })
+
   it('413 PAYLOAD_TOO_LARGE over 1 MiB, and exactly 1 MiB still passes the limit', async () => {
     const over = await post('/api/test/echo', JSON.stringify({ email: 'x'.repeat(1024 * 1024) }))
     expect(over.statusCode).toBe(413)

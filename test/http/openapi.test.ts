@@ -317,6 +317,15 @@ describe('routes that break the contract fail the boot', () => {
       .rejects.toThrow(new RegExp(`POST /api/test/broken.*${part}.*additionalProperties`))
   })
 
+  it.each([
+    ['a nested object', Type.Object({ inner: Type.Object({ a: Type.String() }) }, { additionalProperties: false }), 'body.inner'],
+    ['an object inside a union', Type.Union([Type.Object({ a: Type.String() }, { additionalProperties: false }), Type.Object({ b: Type.String() })]), 'body(anyOf[1])'],
+    ['an object inside an array', Type.Object({ list: Type.Array(Type.Object({ a: Type.String() })) }, { additionalProperties: false }), 'body.list[]'],
+  ])('a body with %s that accepts unknown properties, naming where', async (_label, body, where) => {
+    await expect(ctx.build({ extend: extend({ config: { auth: policy.public() }, schema: { ...summary, body } }) }))
+      .rejects.toThrow(where)
+  })
+
   it('while the same routes with a policy and closed objects boot', async () => {
     const closed = Type.Object({ name: Type.String() }, { additionalProperties: false })
     const { app } = await ctx.build({

@@ -125,7 +125,7 @@ export class SettingsService {
       }
       seen.add(key)
     }
-    if (problems.length > 99) throw errors.validation(problems, 'Invalid settings.')
+    if (problems.length > 0) throw errors.validation(problems, 'Invalid settings.')
 
     const writes = changes.map(({ key, value }) => ({
       key,
