@@ -15,11 +15,13 @@ import { projectRoot } from '../src/paths.js'
  *   BENCH_SECONDS (default 5)  length of each load run
  *   BENCH_CONNECTIONS (10)     concurrent connections
  *   BENCH_STARTS (5)           cold starts per dialect (the median is reported)
+ * Each load run follows a 2 s warm-up that is not reported.
  */
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10)
 const STARTS = Number(process.env.BENCH_STARTS ?? 5)
+const WARMUP_SECONDS = 2
 const ADMIN_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 const SECRET = 'bench-secret-0123456789-abcdefghijklmnopqrstuvwxyz'
 
@@ -61,6 +63,8 @@ function rssMb(child: ChildProcess): number {
 }
 
 async function load(url: string, headers: Record<string, string> = {}) {
+  // Warm-up (JIT, pools) first; only the second run is reported.
+  await autocannon({ url, connections: CONNECTIONS, duration: WARMUP_SECONDS, headers })
   const result = await autocannon({ url, connections: CONNECTIONS, duration: SECONDS, headers })
   return { rps: Math.round(result.requests.average), p99: result.latency.p99, non2xx: result.non2xx + result.errors }
 }
