@@ -32,7 +32,11 @@ export class DatabaseLifecycle {
   ) {}
 
   async start(): Promise<void> {
-    if (this.config.databaseAutoSetup || this.rememberedChoice() !== null) {
+    const remembered = this.rememberedChoice()
+    if (remembered !== null && remembered !== this.config.database.dialect) {
+      this.log.warn({ remembered, configured: this.config.database.dialect }, 'DATABASE_URL names another dialect than the one set up before; using DATABASE_URL')
+    }
+    if (this.config.databaseAutoSetup || remembered !== null) {
       this.claimed = true
       await this.connect()
     }

@@ -1,9 +1,10 @@
+import { AsyncLocalStorage } from 'node:async_hooks'
 import { drizzle } from 'drizzle-orm/node-postgres'
 import { migrate } from 'drizzle-orm/node-postgres/migrator'
 import pg from 'pg'
 import { migrationsFolder } from '../paths.js'
 import * as schema from './schema/pg/index.js'
-import type { Database } from './types.js'
+import type { Database, Db } from './types.js'
 
 /** Any constant works; it only has to be the same for every instance migrating this database. */
 const MIGRATION_LOCK_ID = 0x5e71ce
@@ -25,12 +26,19 @@ export function openPostgres({ url, poolSize, onError }: PgOptions): Database {
   // process; the pool replaces it and requests in the meantime get 503.
   pool.on('error', onError)
   const db = drizzle({ client: pool, schema })
+  const inTransaction = new AsyncLocalStorage<Db>()
 
   return {
     dialect: 'postgresql',
     db,
     t: schema,
-    transaction: (fn) => db.transaction(fn),
+    transaction(fn) {
+      // As on SQLite, a transaction opened inside another joins it: a second pool connection
+      // would commit on its own and, with the pool exhausted, wait for ever.
+      const current = inTransaction.getStore()
+      if (current !== undefined) return fn(current)
+      return db.transaction((tx) => inTransaction.run(tx, () => fn(tx)))
+    },
     async ping() {
       await pool.query('select 1')
     },
@@ -45,6 +53,8 @@ export function openPostgres({ url, poolSize, onError }: PgOptions): Database {
         lock.release()
       }
     },
-    close: () => pool.end(),
+    async close() {
+      if (!pool.ended) await pool.end()
+    },
   }
 }

@@ -198,6 +198,24 @@ describe.each(DIALECTS)('database on %s', (dialect) => {
     for (const key of ['test.one', 'test.two', 'test.three']) expect(await valueOf(database, key)).toBe('"second"')
   })
 
+  it('a transaction opened inside another joins it and rolls back with it', async () => {
+    const ctx = await freshContext(dialect)
+    const { app } = await ctx.build()
+    const { database } = app.services
+    const { t } = database
+
+    // E.g. a service calling a repository method that opens its own transaction.
+    await expect(
+      database.transaction(async (tx) => {
+        await tx.insert(t.settings).values(scratchRow('test.outer', '"x"'))
+        await database.transaction((inner) => inner.insert(t.settings).values(scratchRow('test.inner', '"x"')))
+        throw new Error('roll back')
+      }),
+    ).rejects.toThrow('roll back')
+    expect(await valueOf(database, 'test.outer')).toBeUndefined()
+    expect(await valueOf(database, 'test.inner')).toBeUndefined()
+  })
+
   it('keeps data across a restart on the same database', async () => {
     const ctx = await freshContext(dialect, { file: true })
     const first = await ctx.build()

@@ -12,8 +12,9 @@ import { rawRows } from '../helpers/sql.js'
 
 const SETUP_MODE = { DATABASE_AUTO_SETUP: 'false' }
 
-/** A route that needs no caller but does need the database. */
+/** Public routes: one that never touches the database, one that reads a setting. */
 const probe: FastifyPluginAsync = async (app) => {
+  app.get('/api/test/static', { config: { auth: policy.public() } }, async () => ({ success: true, data: { static: true } }))
   app.get('/api/test/probe', { config: { auth: policy.public() } }, async () => ({
     success: true,
     data: { login: await app.services.settings.get('global.enable_login') },
@@ -63,7 +64,7 @@ describe.each(DIALECTS)('setup mode on %s', (dialect) => {
     expect(docs.statusCode).toBe(200)
     expect(docs.json()).toMatchObject({ openapi: '3.0.0' })
 
-    for (const url of ['/api/health/ready', '/api/test/probe']) {
+    for (const url of ['/api/health/ready', '/api/test/static', '/api/test/probe']) {
       const response = await app.inject({ method: 'GET', url })
       expect(response.statusCode, url).toBe(503)
       expect(response.json(), url).toEqual({ success: false, error: expect.any(String), code: 'DATABASE_NOT_CONFIGURED' })
@@ -81,6 +82,7 @@ describe.each(DIALECTS)('setup mode on %s', (dialect) => {
     const cases: Array<[string, InjectOptions, number, string]> = [
       ['the dialect DATABASE_URL does not name', { payload: { type: other } }, 400, 'VALIDATION_ERROR'],
       ['an unknown dialect', { payload: { type: 'mysql' } }, 400, 'VALIDATION_ERROR'],
+      ['a type that is not a string', { payload: { type: 42 } }, 400, 'VALIDATION_ERROR'],
       ['no type', { payload: {} }, 400, 'VALIDATION_ERROR'],
       ['connection details in the body', { payload: { type: dialect, url: 'postgres://evil@example.com/db' } }, 400, 'VALIDATION_ERROR'],
       ['text/plain', { payload: `{"type":"${dialect}"}`, headers: { 'content-type': 'text/plain' } }, 415, 'UNSUPPORTED_MEDIA_TYPE'],
@@ -129,6 +131,7 @@ describe.each(DIALECTS)('setup mode on %s', (dialect) => {
     const ready = await app.inject({ method: 'GET', url: '/api/health/ready' })
     expect(ready.statusCode).toBe(200)
     expect(ready.json()).toEqual({ success: true, data: { status: 'ready', dialect } })
+    expect((await app.inject({ method: 'GET', url: '/api/test/static' })).statusCode).toBe(200)
     const probed = await app.inject({ method: 'GET', url: '/api/test/probe' })
     expect(probed.statusCode).toBe(200)
     expect(probed.json()).toEqual({ success: true, data: { login: true } })

@@ -87,20 +87,20 @@ describe.each(DIALECTS)('settings core on %s', (dialect) => {
 
   describe('typed updates', () => {
     const refused: Array<[string, string, unknown]> = [
-      ['boolean given the string "true"', 'global.enable_login', 'true'],
-      ['boolean given "maybe"', 'global.enable_login', 'maybe'],
-      ['boolean given 1', 'smtp.secure', 1],
-      ['boolean given null', 'global.send_mail', null],
-      ['number below its minimum', 'team.member_limit', 0],
-      ['number above its maximum', 'smtp.port', 65_536],
-      ['number that is not an integer', 'team.creation_limit', 2.5],
-      ['number given as a string', 'team.creation_limit', '4'],
-      ['string given a number', 'smtp.host', 42],
-      ['string over its length bound', 'provider.oauth.client_id', 'x'.repeat(256)],
-      ['unknown key', 'global.no_such_setting', true],
+      ['a boolean given the string "true"', 'global.enable_login', 'true'],
+      ['a boolean given "maybe"', 'global.enable_login', 'maybe'],
+      ['a boolean given 1', 'smtp.secure', 1],
+      ['a boolean given null', 'global.send_mail', null],
+      ['a number below its minimum', 'team.member_limit', 0],
+      ['a number above its maximum', 'smtp.port', 65_536],
+      ['a number that is not an integer', 'team.creation_limit', 2.5],
+      ['a number given as a string', 'team.creation_limit', '4'],
+      ['a string given a number', 'smtp.host', 42],
+      ['a string over its length bound', 'provider.oauth.client_id', 'x'.repeat(256)],
+      ['an unknown key', 'global.no_such_setting', true],
     ]
 
-    it.each(refused)('refuses a %s with 400 VALIDATION_ERROR naming the key, writing nothing', async (_case, key, value) => {
+    it.each(refused)('refuses %s with 400 VALIDATION_ERROR naming the key, writing nothing', async (_case, key, value) => {
       const ctx = await freshContext(dialect)
       const { app } = await ctx.build()
       const before = await storedRows(app)
