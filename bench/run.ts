@@ -4,8 +4,8 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import autocannon from 'autocannon'
-import pg from 'pg'
 import { projectRoot } from '../src/paths.js'
+import { createTestDatabase } from '../test/helpers/database.js'
 
 /**
  * `npm run bench`: figures, not assertions (SPEC §7). Talks only to 127.0.0.1.
@@ -22,7 +22,6 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10)
 const STARTS = Number(process.env.BENCH_STARTS ?? 5)
 const WARMUP_SECONDS = 2
-const ADMIN_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 const SECRET = 'bench-secret-0123456789-abcdefghijklmnopqrstuvwxyz'
 
 interface Started {
@@ -71,16 +70,6 @@ async function load(url: string, headers: Record<string, string> = {}) {
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
 
-async function adminQuery(statement: string): Promise<void> {
-  const client = new pg.Client({ connectionString: ADMIN_URL })
-  await client.connect()
-  try {
-    await client.query(statement)
-  } finally {
-    await client.end()
-  }
-}
-
 async function main(): Promise<void> {
   const server = join(projectRoot, 'dist/src/server.js')
   const bare = join(projectRoot, 'dist/bench/bare-fastify.js')
@@ -93,16 +82,8 @@ async function main(): Promise<void> {
 
   for (const dialect of ['sqlite', 'postgresql'] as const) {
     const dataDir = mkdtempSync(join(tmpdir(), 'svc-bench-'))
-    const dbName = `svc_bench_${process.pid}`
-    let databaseUrl = `sqlite:${dataDir}/service.db`
-    if (dialect === 'postgresql') {
-      await adminQuery(`drop database if exists ${dbName} with (force)`)
-      await adminQuery(`create database ${dbName}`)
-      const url = new URL(ADMIN_URL)
-      url.pathname = `/${dbName}`
-      databaseUrl = url.toString()
-    }
-    const env = { DATA_DIR: dataDir, DATABASE_URL: databaseUrl, ENCRYPTION_SECRET: SECRET, RATE_LIMIT_ENABLED: 'false' }
+    const database = await createTestDatabase(dialect, dataDir)
+    const env = { DATA_DIR: dataDir, DATABASE_URL: database.url, ENCRYPTION_SECRET: SECRET, RATE_LIMIT_ENABLED: 'false' }
     try {
       const starts: number[] = []
       let last: Started | null = null
@@ -124,8 +105,8 @@ async function main(): Promise<void> {
       console.log(`  GET /api/health/ready:  ${ready.rps} req/s, p99 ${ready.p99} ms, ${ratio(ready.rps)}${ready.non2xx ? `, ${ready.non2xx} failures` : ''}`)
       console.log(`  RSS: ${idleRss} MB idle, ${loadedRss} MB after ${2 * SECONDS} s of load`)
     } finally {
+      await database.drop()
       rmSync(dataDir, { recursive: true, force: true })
-      if (dialect === 'postgresql') await adminQuery(`drop database if exists ${dbName} with (force)`)
     }
   }
 }
