@@ -12,7 +12,7 @@ import { loggerOptions } from './http/logging.js'
 import { registerDocumentation, registerOpenApi } from './http/openapi.js'
 import { requestId } from './http/request-id.js'
 import { installRouteGuard } from './http/route-guard.js'
-import { registerSecurityHeaders } from './http/security-headers.js'
+import { registerCors, securityHeaders } from './http/security-headers.js'
 import { installValidators } from './http/validation.js'
 import { systemClock, type Clock } from './lib/clock.js'
 import { systemRoutes } from './modules/system/routes.js'
@@ -70,15 +70,23 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   app.removeContentTypeParser('text/plain')
 
   await app.register(cookie)
-  await registerSecurityHeaders(app, config)
+  await registerCors(app, config)
   await registerOpenApi(app, config)
 
-  app.addHook('onRequest', async (request, reply) => {
+  // The one onRequest hook: headers every answer carries, the setup gate, then the route policy
+  // (SPEC §3.2). Callback style keeps public routes free of promise overhead.
+  const headers = securityHeaders(config)
+  app.addHook('onRequest', (request, reply, done) => {
+    reply.headers(headers)
     reply.header('x-request-id', request.id)
-    if (request.is404) return
+    if (request.is404) return done()
     const { auth, beforeSetup } = request.routeOptions.config
-    if (beforeSetup !== true && !lifecycle.ready) throw errors.databaseNotConfigured()
-    if (auth !== undefined && auth.kind !== 'public') request.caller = await authorize(request, auth, lifecycle.current)
+    if (beforeSetup !== true && !lifecycle.ready) return done(errors.databaseNotConfigured())
+    if (auth === undefined || auth.kind === 'public') return done()
+    authorize(request, auth, lifecycle.current).then((caller) => {
+      request.caller = caller
+      done()
+    }, done)
   })
   installGracefulClose(app)
   app.addHook('onClose', () => lifecycle.close())

@@ -46,6 +46,8 @@ export async function registerDocumentation(app: FastifyInstance, lifecycle: Dat
         throw errors.notFound('Documentation')
       }
     })
-    await docs.register(swaggerUi, { routePrefix: '/documentation', staticCSP: true })
+    // The page loads only its own scripts and styles, so the service-wide CSP (helmet's, without
+    // upgrade-insecure-requests on plain http) fits it; no call goes to the public validator.
+    await docs.register(swaggerUi, { routePrefix: '/documentation', uiConfig: { validatorUrl: null } })
   })
 }

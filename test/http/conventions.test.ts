@@ -214,3 +214,24 @@ describe.each(DIALECTS)('HTTP conventions on %s', (dialect) => {
     expect(response.headers['content-security-policy']).toContain("default-src 'self'")
   })
 })
+
+describe('security headers follow PUBLIC_URL', () => {
+  it.each([
+    ['http://localhost:3000', false],
+    ['https://api.example.test', true],
+  ])('%s: HSTS and upgrade-insecure-requests only over https', async (publicUrl, https) => {
+    const ctx = await createTestContext('sqlite')
+    try {
+      const { app } = await ctx.build({ env: { PUBLIC_URL: publicUrl } })
+      for (const url of ['/api/health', '/documentation/json', '/api/nope']) {
+        const response = await app.inject({ method: 'GET', url })
+        expect(response.headers['content-security-policy']).toContain("script-src 'self'")
+        expect(String(response.headers['content-security-policy']).includes('upgrade-insecure-requests')).toBe(https)
+        expect(response.headers['strict-transport-security'] !== undefined).toBe(https)
+        expect(response.headers['x-frame-options']).toBe('SAMEORIGIN')
+      }
+    } finally {
+      await ctx.close()
+    }
+  })
+})
