@@ -47,7 +47,8 @@ export function openPostgres({ url, poolSize, onError }: PgOptions): Database {
       const lock = await pool.connect()
       try {
         await lock.query('select pg_advisory_lock($1)', [MIGRATION_LOCK_ID])
-        await migrate(db, { migrationsFolder: migrationsFolder('pg') })
+        // On the connection holding the lock: a pool of one must not wait for a second one.
+        await migrate(drizzle({ client: lock }), { migrationsFolder: migrationsFolder('pg') })
       } finally {
         await lock.query('select pg_advisory_unlock($1)', [MIGRATION_LOCK_ID]).catch(() => {})
         lock.release()

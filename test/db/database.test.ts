@@ -231,3 +231,21 @@ describe.each(DIALECTS)('database on %s', (dialect) => {
     expect((await second.app.inject({ method: 'GET', url: '/api/health/ready' })).statusCode).toBe(200)
   })
 })
+
+describe('PostgreSQL migrations at start', () => {
+  it('two instances starting together on a fresh database migrate it once (advisory lock)', async () => {
+    const ctx = await freshContext('postgresql')
+    const [first, second] = await Promise.all([ctx.build(), ctx.build()])
+    const rows = await rawRows(first.app.services.database, sql.raw('select count(*)::int from drizzle.__drizzle_migrations'))
+    const files = readdirSync(migrationsFolder('pg')).filter((name) => name.endsWith('.sql'))
+    expect(rows[0]![0]).toBe(files.length)
+    for (const { app } of [first, second]) expect((await app.inject({ method: 'GET', url: '/api/health/ready' })).statusCode).toBe(200)
+  })
+
+  it('a pool of one connection migrates and serves (the lock and the migration share it)', async () => {
+    const ctx = await freshContext('postgresql')
+    const { app } = await ctx.build({ env: { DATABASE_POOL_SIZE: '1' } })
+    expect((await app.inject({ method: 'GET', url: '/api/health/ready' })).statusCode).toBe(200)
+    expect(await app.services.settings.get('global.enable_login')).toBe(true)
+  })
+})
