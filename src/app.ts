@@ -2,6 +2,10 @@ import cookie from '@fastify/cookie'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { type FastifyInstance, type FastifyPluginAsync, type FastifyServerOptions } from 'fastify'
 import { authorize } from './auth/authorize.js'
+import { DEFAULT_LIMITS, type AbuseLimits } from './auth/limits.js'
+import { registerRateLimits } from './http/rate-limits.js'
+import { authRoutes } from './modules/auth/routes.js'
+import { meRoutes } from './modules/users/routes.js'
 import type { Caller, CredentialVerifiers } from './auth/caller.js'
 import type { Config } from './config.js'
 import { DatabaseLifecycle } from './db/lifecycle.js'
@@ -15,6 +19,7 @@ import { installRouteGuard } from './http/route-guard.js'
 import { registerCors, securityHeaders } from './http/security-headers.js'
 import { installValidators } from './http/validation.js'
 import { systemClock, type Clock } from './lib/clock.js'
+import { mailRoutes } from './modules/mail/routes.js'
 import { systemRoutes } from './modules/system/routes.js'
 import { createServices, type Services } from './services.js'
 
@@ -37,6 +42,8 @@ export interface BuildOptions {
   logger?: FastifyServerOptions['logger']
   /** Credential checks to use instead of the built-in ones (tests of the policy mechanism). */
   credentials?: Partial<CredentialVerifiers>
+  /** Abuse limits (SPEC §3.5) to use instead of the defaults; tests lower them. */
+  limits?: Partial<AbuseLimits>
   /** Extra routes registered before the app is ready (tests, benchmarks). */
   extend?: FastifyPluginAsync
 }
@@ -44,6 +51,7 @@ export interface BuildOptions {
 /** A ready Fastify instance: no listen, no process access (STYLE 1). */
 export async function buildApp(config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
   const clock = options.clock ?? systemClock
+  const limits: AbuseLimits = { ...DEFAULT_LIMITS, ...options.limits }
   const app = Fastify({
     logger: options.logger ?? loggerOptions(config),
     genReqId: requestId,
@@ -57,7 +65,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   for (const warning of config.warnings) app.log.warn(warning)
 
   const lifecycle = new DatabaseLifecycle(config, app.log, (database) =>
-    createServices(database, { config, clock, credentials: options.credentials }),
+    createServices(database, { config, clock, log: app.log, credentials: options.credentials, limits }),
   )
   app.decorate('services', { getter: () => lifecycle.current })
   app.decorateRequest('caller', null)
@@ -65,12 +73,13 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   installValidators(app)
   installErrorHandler(app, { bodyLimit: BODY_LIMIT })
   // Before @fastify/swagger: the guard writes each route's `security` that the document shows.
-  installRouteGuard(app)
+  installRouteGuard(app, { limits: config.rateLimitEnabled ? limits : null })
   // JSON only (SPEC §2.2); the OAuth endpoints add form bodies in their own context.
   app.removeContentTypeParser('text/plain')
 
   await app.register(cookie)
   await registerCors(app, config)
+  await registerRateLimits(app)
   await registerOpenApi(app, config)
 
   // The one onRequest hook: headers every answer carries, the setup gate, then the route policy
@@ -83,7 +92,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     const { auth, beforeSetup } = request.routeOptions.config
     if (beforeSetup !== true && !lifecycle.ready) return done(errors.databaseNotConfigured())
     if (auth === undefined || auth.kind === 'public') return done()
-    authorize(request, auth, lifecycle.current).then((caller) => {
+    authorize(request, reply, auth, lifecycle.current).then((caller) => {
       request.caller = caller
       done()
     }, done)
@@ -93,7 +102,10 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
 
   try {
     await app.register(systemRoutes, { lifecycle })
+    await app.register(mailRoutes)
     await registerDocumentation(app, lifecycle)
+    await app.register(authRoutes)
+    await app.register(meRoutes)
     if (options.extend) await app.register(options.extend)
     await lifecycle.start()
     await app.ready()

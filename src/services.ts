@@ -1,28 +1,53 @@
 import type { CredentialVerifiers } from './auth/caller.js'
 import { noCredentials } from './auth/caller.js'
+import { DEFAULT_LIMITS, type AbuseLimits } from './auth/limits.js'
+import { createPasswords, type Passwords } from './auth/passwords.js'
+import { SessionService } from './auth/sessions.js'
 import type { Config } from './config.js'
+import { auditRepository, type AuditRepository } from './db/repositories/audit.js'
+import { emailTokensRepository } from './db/repositories/email-tokens.js'
+import { sessionsRepository } from './db/repositories/sessions.js'
 import { settingsRepository } from './db/repositories/settings.js'
+import { teamsRepository, type TeamsRepository } from './db/repositories/teams.js'
+import { usersRepository, type UsersRepository } from './db/repositories/users.js'
 import type { Database } from './db/types.js'
 import type { Clock } from './lib/clock.js'
 import { deriveKey } from './lib/keys.js'
 import { createSecretBox } from './lib/secret-box.js'
+import { createDigester } from './lib/tokens.js'
+import { AuditLog } from './modules/audit/service.js'
+import { EmailFlows } from './modules/auth/email-flows.js'
+import { AccountService } from './modules/auth/service.js'
+import { MailService, type MailLogger } from './modules/mail/service.js'
 import { SettingsService } from './modules/settings/service.js'
 
 /** Everything the routes use, built once when the database is ready and passed in. */
 export interface Services {
   database: Database
   settings: SettingsService
+  mail: MailService
+  users: UsersRepository
+  teams: TeamsRepository
+  auditEvents: AuditRepository
+  audit: AuditLog
+  passwords: Passwords
+  sessions: SessionService
+  accounts: AccountService
+  emailFlows: EmailFlows
+  limits: AbuseLimits
   credentials: CredentialVerifiers
 }
 
 export interface ServiceOptions {
   config: Config
   clock: Clock
-  /** Replaces credential checks (tests of the policy mechanism; later issues provide real ones). */
+  log: MailLogger
+  limits?: Partial<AbuseLimits>
+  /** Replaces credential checks (tests of the policy mechanism). */
   credentials?: Partial<CredentialVerifiers>
 }
 
-export async function createServices(database: Database, { config, clock, credentials }: ServiceOptions): Promise<Services> {
+export async function createServices(database: Database, { config, clock, log, limits: limitOverrides, credentials }: ServiceOptions): Promise<Services> {
   const settings = new SettingsService({
     repository: settingsRepository(database),
     box: createSecretBox(deriveKey(config.encryptionSecret, 'settings-encryption')),
@@ -30,9 +55,30 @@ export async function createServices(database: Database, { config, clock, creden
     config,
   })
   await settings.init()
+  const limits = { ...DEFAULT_LIMITS, ...limitOverrides }
+  const digest = createDigester(deriveKey(config.encryptionSecret, 'token-digest'))
+  const users = usersRepository(database)
+  const teams = teamsRepository(database)
+  const sessionRows = sessionsRepository(database)
+  const auditEvents = auditRepository(database)
+  const audit = new AuditLog(auditEvents, clock)
+  const passwords = createPasswords()
+  const sessions = new SessionService(sessionRows, digest, clock, config)
+  const mail = new MailService({ settings, log, clock })
+  const emailFlows = new EmailFlows({
+    database, users, tokens: emailTokensRepository(database), sessionsRepository: sessionRows,
+    passwords, settings, mail, audit, digest, clock, config,
+  })
+  const accounts = new AccountService({
+    database, users, teams, sessionsRepository: sessionRows, sessions, passwords, settings, audit, emailFlows, limits, clock,
+  })
   return {
-    database,
-    settings,
-    credentials: { ...noCredentials, ...credentials },
+    database, settings, mail, users, teams, auditEvents, audit, passwords, sessions, accounts, emailFlows, limits,
+    credentials: {
+      ...noCredentials,
+      session: (id) => sessions.verify(id),
+      teamRole: (userId, teamId) => teams.roleOf(userId, teamId),
+      ...credentials,
+    },
   }
 }

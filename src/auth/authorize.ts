@@ -1,8 +1,8 @@
-import type { FastifyRequest } from 'fastify'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import { AppError, errors } from '../http/errors.js'
 import type { Services } from '../services.js'
 import type { Caller, UserCaller } from './caller.js'
-import { presentedBearer, presentedSession } from './credentials-from-request.js'
+import { presentedBearer, presentedSession, SESSION_COOKIE } from './credentials-from-request.js'
 import { roleHas } from './permissions.js'
 import type { RoutePolicy } from './policies.js'
 
@@ -13,10 +13,14 @@ const INVALID_TOKEN = 'Bearer error="invalid_token"'
  * the route's requirements. Runs in `onRequest`, before the body is read, so an unauthorized
  * caller learns nothing about its body (401/403 even for malformed or oversized bodies).
  */
-export async function authorize(request: FastifyRequest, routePolicy: RoutePolicy, services: Services): Promise<Caller | null> {
+export async function authorize(request: FastifyRequest, reply: FastifyReply, routePolicy: RoutePolicy, services: Services): Promise<Caller | null> {
   if (routePolicy.kind === 'public') return null
   const caller = await identify(request, routePolicy, services)
   if (caller.kind !== 'user') return caller
+  // A session renewed by this request gets its cookie again, with the new lifetime.
+  if (caller.via === 'session' && 'renewedUntil' in caller && caller.renewedUntil instanceof Date) {
+    services.sessions.setCookie(reply, request.cookies[SESSION_COOKIE]!, caller.renewedUntil)
+  }
 
   if (routePolicy.kind === 'dual' && caller.via === 'bearer' && !caller.scopes?.includes(routePolicy.scope)) {
     throw errors

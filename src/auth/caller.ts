@@ -1,3 +1,4 @@
+import type { UserRow } from '../db/repositories/users.js'
 import type { GlobalRole, TeamRole } from './permissions.js'
 
 /** Who is calling, as established by the onRequest hook from the credential the route admits. */
@@ -11,6 +12,8 @@ export interface UserCaller {
   scopes?: readonly string[]
   /** Id of the session or access token row. */
   credentialId: string
+  /** The user's row, when the credential check loaded it anyway (saves a second read). */
+  user?: UserRow
 }
 
 export interface SatelliteCaller {

@@ -53,11 +53,13 @@ const GLOBAL_ADMIN = [
 export type TeamPermission = (typeof TEAM_ADMIN)[number]
 export type Permission = (typeof GLOBAL_ADMIN)[number]
 
+const distinct = (permissions: readonly Permission[]): readonly Permission[] => [...new Set(permissions)]
+
 export const ROLE_PERMISSIONS: Readonly<Record<GlobalRole | TeamRole, readonly Permission[]>> = {
-  global_admin: GLOBAL_ADMIN,
-  global_user: GLOBAL_USER,
-  team_admin: TEAM_ADMIN,
-  team_user: TEAM_USER,
+  global_admin: distinct(GLOBAL_ADMIN),
+  global_user: distinct(GLOBAL_USER),
+  team_admin: distinct(TEAM_ADMIN),
+  team_user: distinct(TEAM_USER),
 }
 
 const granted = new Map(

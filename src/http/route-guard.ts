@@ -1,5 +1,6 @@
 import type { FastifyInstance, RouteOptions } from 'fastify'
 import { Type } from 'typebox'
+import type { AbuseLimits } from '../auth/limits.js'
 import { openApiSecurity, type RoutePolicy } from '../auth/policies.js'
 import { ErrorRef } from './envelope.js'
 
@@ -9,6 +10,8 @@ declare module 'fastify' {
     auth?: RoutePolicy
     /** Answers while the database is not set up yet (health, db setup, documentation). */
     beforeSetup?: boolean
+    /** The per-IP abuse limit this route counts against (SPEC §3.5). */
+    limit?: Exclude<keyof AbuseLimits, 'lockout'>
   }
 }
 
@@ -51,13 +54,17 @@ export function setRouteDefaults(instance: FastifyInstance, defaults: RouteDefau
  * route states them by hand. Routes hidden from the document (Swagger UI's assets) are exempt
  * from all but the policy.
  */
-export function installRouteGuard(app: FastifyInstance): void {
+export function installRouteGuard(app: FastifyInstance, { limits }: { limits: AbuseLimits | null }): void {
   app.addHook('onRoute', function guard(route) {
     const defaults = (this as unknown as Record<symbol, RouteDefaults | undefined>)[kRouteDefaults]
     route.config = { ...defaults, ...route.config }
     const auth = route.config.auth
     const name = `${route.method} ${route.url}`
     if (auth === undefined) throw new Error(`Route ${name} declares no auth policy (config.auth)`)
+    if (route.config.limit !== undefined && limits !== null) {
+      const { max, windowMs } = limits[route.config.limit]
+      route.config = { ...route.config, rateLimit: { max, timeWindow: windowMs } }
+    }
 
     const schema = (route.schema ??= {}) as Record<string, unknown>
     if (schema.hide === true) return

@@ -1,0 +1,24 @@
+/** SPEC §3.5. Numbers are overridable (BuildOptions.limits) so tests can lower them. */
+export interface RateLimit {
+  max: number
+  windowMs: number
+}
+
+export interface AbuseLimits {
+  loginOrRegister: RateLimit
+  forgotPassword: RateLimit
+  token: RateLimit
+  satelliteRegistration: RateLimit
+  /** Per account: failures within the window that lock the account, and for how long. */
+  lockout: { maxFailures: number; windowMs: number; lockMs: number }
+}
+
+const MINUTE = 60_000
+
+export const DEFAULT_LIMITS: AbuseLimits = {
+  loginOrRegister: { max: 20, windowMs: MINUTE },
+  forgotPassword: { max: 5, windowMs: 15 * MINUTE },
+  token: { max: 60, windowMs: MINUTE },
+  satelliteRegistration: { max: 10, windowMs: MINUTE },
+  lockout: { maxFailures: 10, windowMs: 15 * MINUTE, lockMs: 15 * MINUTE },
+}

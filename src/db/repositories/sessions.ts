@@ -1,0 +1,48 @@
+import { and, eq, gt, lt, ne } from 'drizzle-orm'
+import type { Database, Db } from '../types.js'
+import type { UserRow } from './users.js'
+
+export type SessionRow = Database['t']['sessions']['$inferSelect']
+
+export type SessionsRepository = ReturnType<typeof sessionsRepository>
+
+export function sessionsRepository(database: Database, executor: Db = database.db) {
+  const { t } = database
+  const db = executor
+  return {
+    with: (tx: Db) => sessionsRepository(database, tx),
+
+    async insert(session: SessionRow): Promise<void> {
+      await db.insert(t.sessions).values(session)
+    },
+
+    /** One indexed lookup: the live session with this digest and its user. */
+    async findLive(digest: string, now: Date): Promise<{ session: SessionRow; user: UserRow } | undefined> {
+      const [row] = await db
+        .select({ session: t.sessions, user: t.users })
+        .from(t.sessions)
+        .innerJoin(t.users, eq(t.users.id, t.sessions.userId))
+        .where(and(eq(t.sessions.digest, digest), gt(t.sessions.expiresAt, now)))
+      return row
+    },
+
+    async extend(id: string, expiresAt: Date): Promise<void> {
+      await db.update(t.sessions).set({ expiresAt }).where(eq(t.sessions.id, id))
+    },
+
+    async deleteByDigest(digest: string): Promise<string | null> {
+      const [row] = await db.delete(t.sessions).where(eq(t.sessions.digest, digest)).returning({ userId: t.sessions.userId })
+      return row?.userId ?? null
+    },
+
+    /** Every session of the user, or every one but `keepId`. */
+    async deleteForUser(userId: string, keepId?: string): Promise<void> {
+      const where = keepId === undefined ? eq(t.sessions.userId, userId) : and(eq(t.sessions.userId, userId), ne(t.sessions.id, keepId))
+      await db.delete(t.sessions).where(where)
+    },
+
+    async purgeExpired(now: Date): Promise<void> {
+      await db.delete(t.sessions).where(lt(t.sessions.expiresAt, now))
+    },
+  }
+}

@@ -1,0 +1,79 @@
+import { sql } from 'drizzle-orm'
+import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
+
+export const users = sqliteTable('users', {
+  id: text('id').primaryKey(),
+  username: text('username').notNull(),
+  /** Stored lowercased. */
+  email: text('email').notNull(),
+  /** Argon2id; null for accounts that only sign in through the identity provider. */
+  passwordHash: text('password_hash'),
+  firstName: text('first_name'),
+  lastName: text('last_name'),
+  roleId: text('role_id', { enum: ['global_admin', 'global_user'] }).notNull().default('global_user'),
+  emailVerified: integer('email_verified', { mode: 'boolean' }).notNull().default(false),
+  providerUserId: text('provider_user_id'),
+  failedLogins: integer('failed_logins').notNull().default(0),
+  failedLoginsSince: integer('failed_logins_since', { mode: 'timestamp_ms' }),
+  lockedUntil: integer('locked_until', { mode: 'timestamp_ms' }),
+  createdAt: integer('created_at', { mode: 'timestamp_ms' }).notNull(),
+  updatedAt: integer('updated_at', { mode: 'timestamp_ms' }).notNull(),
+}, (t) => [
+  uniqueIndex('users_email_unique').on(sql`lower(${t.email})`),
+  uniqueIndex('users_username_unique').on(sql`lower(${t.username})`),
+  uniqueIndex('users_provider_user_id_unique').on(t.providerUserId),
+  index('users_role_idx').on(t.roleId),
+])
+
+export const teams = sqliteTable('teams', {
+  id: text('id').primaryKey(),
+  name: text('name').notNull(),
+  slug: text('slug').notNull(),
+  description: text('description'),
+  ownerId: text('owner_id').notNull().references(() => users.id),
+  isDefault: integer('is_default', { mode: 'boolean' }).notNull().default(false),
+  createdAt: integer('created_at', { mode: 'timestamp_ms' }).notNull(),
+  updatedAt: integer('updated_at', { mode: 'timestamp_ms' }).notNull(),
+}, (t) => [
+  uniqueIndex('teams_slug_unique').on(t.slug),
+  uniqueIndex('teams_one_default_per_owner').on(t.ownerId).where(sql`${t.isDefault} = 1`),
+  index('teams_owner_idx').on(t.ownerId),
+])
+
+export const teamMembers = sqliteTable('team_members', {
+  teamId: text('team_id').notNull().references(() => teams.id, { onDelete: 'cascade' }),
+  userId: text('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+  role: text('role', { enum: ['team_admin', 'team_user'] }).notNull(),
+  joinedAt: integer('joined_at', { mode: 'timestamp_ms' }).notNull(),
+}, (t) => [primaryKey({ columns: [t.teamId, t.userId] }), index('team_members_user_idx').on(t.userId)])
+
+export const sessions = sqliteTable('sessions', {
+  id: text('id').primaryKey(),
+  /** HMAC-SHA256 of the cookie value; the value itself is never stored. */
+  digest: text('digest').notNull(),
+  userId: text('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+  expiresAt: integer('expires_at', { mode: 'timestamp_ms' }).notNull(),
+  createdAt: integer('created_at', { mode: 'timestamp_ms' }).notNull(),
+}, (t) => [uniqueIndex('sessions_digest_unique').on(t.digest), index('sessions_user_idx').on(t.userId), index('sessions_expires_idx').on(t.expiresAt)])
+
+/** Single-use email verification and password reset tokens. */
+export const emailTokens = sqliteTable('email_tokens', {
+  id: text('id').primaryKey(),
+  userId: text('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+  purpose: text('purpose', { enum: ['verify_email', 'reset_password'] }).notNull(),
+  digest: text('digest').notNull(),
+  expiresAt: integer('expires_at', { mode: 'timestamp_ms' }).notNull(),
+  usedAt: integer('used_at', { mode: 'timestamp_ms' }),
+  createdAt: integer('created_at', { mode: 'timestamp_ms' }).notNull(),
+}, (t) => [uniqueIndex('email_tokens_digest_unique').on(t.digest), index('email_tokens_user_idx').on(t.userId, t.purpose)])
+
+export const auditEvents = sqliteTable('audit_events', {
+  id: text('id').primaryKey(),
+  type: text('type').notNull(),
+  /** No foreign key: the trail outlives deleted users. */
+  actorId: text('actor_id'),
+  ip: text('ip'),
+  target: text('target'),
+  details: text('details', { mode: 'json' }).$type<Record<string, unknown>>(),
+  createdAt: integer('created_at', { mode: 'timestamp_ms' }).notNull(),
+}, (t) => [index('audit_events_created_idx').on(t.createdAt), index('audit_events_type_idx').on(t.type, t.createdAt), index('audit_events_actor_idx').on(t.actorId)])

@@ -1,0 +1,17 @@
+import { createHmac, randomBytes } from 'node:crypto'
+
+/** 256 random bits, URL-safe: sessions, OAuth tokens, reset and verification tokens. */
+export function randomToken(): string {
+  return randomBytes(32).toString('base64url')
+}
+
+/**
+ * SPEC §3.1: random tokens are stored only as an HMAC-SHA256 digest (keyed from
+ * ENCRYPTION_SECRET) under a unique index, so verifying one is a single indexed lookup.
+ * Argon2 is for passwords only.
+ */
+export type Digester = (token: string) => string
+
+export function createDigester(key: Buffer): Digester {
+  return (token) => createHmac('sha256', key).update(token).digest('base64url')
+}

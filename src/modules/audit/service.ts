@@ -1,0 +1,37 @@
+import { newId } from '../../db/ids.js'
+import type { AuditRepository } from '../../db/repositories/audit.js'
+import type { Db } from '../../db/types.js'
+import type { Clock } from '../../lib/clock.js'
+
+/** SPEC §4.3: the security events recorded. Details never hold a secret. */
+export type AuditEventType =
+  | 'user.registered' | 'user.login' | 'user.login_failed' | 'user.logout' | 'user.password_changed'
+  | 'user.password_reset' | 'user.role_changed' | 'user.deleted' | 'user.updated' | 'user.email_verified'
+  | 'settings.updated'
+  | 'oauth.token_issued' | 'oauth.token_revoked' | 'oauth.refresh_reuse_detected'
+  | 'satellite.token_created' | 'satellite.registered' | 'plugin.loaded'
+
+export interface AuditEntry {
+  actorId?: string | null
+  ip?: string | null
+  target?: string | null
+  details?: Record<string, unknown>
+}
+
+export class AuditLog {
+  constructor(private readonly repository: AuditRepository, private readonly clock: Clock) {}
+
+  /** Records an event; pass `tx` to make it part of an open transaction. */
+  async record(type: AuditEventType, entry: AuditEntry = {}, tx?: Db): Promise<void> {
+    const repository = tx === undefined ? this.repository : this.repository.with(tx)
+    await repository.insert({
+      id: newId(),
+      type,
+      actorId: entry.actorId ?? null,
+      ip: entry.ip ?? null,
+      target: entry.target ?? null,
+      details: entry.details ?? {},
+      createdAt: new Date(this.clock.now()),
+    })
+  }
+}

@@ -1,0 +1,106 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { currentUser } from '../../auth/current-user.js'
+import { policy } from '../../auth/policies.js'
+import { SESSION_COOKIE } from '../../auth/credentials-from-request.js'
+import { userView } from '../users/view.js'
+import { ChangePasswordBody, EmailBody, LoginBody, Message, ProfileBody, RegisterBody, ResetBody, TokenQuery, UserEnvelope } from './schemas.js'
+
+const tags = ['Authentication']
+const publicRoute = { auth: policy.public() }
+const SAME_ANSWER = 'If an account with this email exists, a mail is on its way.'
+
+/** SPEC §4.2: email registration, login, logout, verification, reset, password and profile. */
+export const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  app.post('/api/auth/email/register', {
+    config: { ...publicRoute, limit: 'loginOrRegister' },
+    schema: {
+      tags, summary: 'Register with email and password',
+      description: 'The first user ever becomes global_admin with a verified email. Starts a session unless email verification is required and pending.',
+      body: RegisterBody, response: { 201: UserEnvelope },
+    },
+  }, async (request, reply) => {
+    const { user, session, pending } = await app.services.accounts.register(request.body, { ip: request.ip })
+    if (session) app.services.sessions.setCookie(reply, session.id, session.expiresAt)
+    return reply.code(201).send({
+      success: true as const,
+      message: pending ? 'Registered. Check your email to verify your address before logging in.' : 'Registered successfully.',
+      data: { user: userView(user) },
+    })
+  })
+
+  app.post('/api/auth/email/login', {
+    config: { ...publicRoute, limit: 'loginOrRegister' },
+    schema: { tags, summary: 'Log in with email or username and password', body: LoginBody, response: { 200: UserEnvelope } },
+  }, async (request, reply) => {
+    const { user, session } = await app.services.accounts.login(request.body.login, request.body.password, { ip: request.ip })
+    app.services.sessions.setCookie(reply, session.id, session.expiresAt)
+    return { success: true as const, message: 'Logged in successfully.', data: { user: userView(user) } }
+  })
+
+  app.post('/api/auth/logout', {
+    config: publicRoute,
+    schema: { tags, summary: 'Log out: delete the session and clear the cookie', response: { 200: Message } },
+  }, async (request, reply) => {
+    await app.services.accounts.logout(request.cookies[SESSION_COOKIE], { ip: request.ip })
+    app.services.sessions.clearCookie(reply)
+    return { success: true as const, message: 'Logged out successfully.' }
+  })
+
+  app.get('/api/auth/email/verify', {
+    config: publicRoute,
+    schema: { tags, summary: 'Verify an email address (single-use link, 24 hours)', querystring: TokenQuery, response: { 200: UserEnvelope } },
+  }, async (request) => {
+    const user = await app.services.emailFlows.verifyEmail(request.query.token)
+    return { success: true as const, message: 'Email verified.', data: { user: userView(user) } }
+  })
+
+  app.post('/api/auth/email/resend-verification', {
+    config: { ...publicRoute, limit: 'forgotPassword' },
+    schema: { tags, summary: 'Send the verification mail again', description: 'Always the same answer (no account enumeration).', body: EmailBody, response: { 200: Message } },
+  }, async (request) => {
+    await app.services.emailFlows.resendVerification(request.body.email)
+    return { success: true as const, message: SAME_ANSWER }
+  })
+
+  app.post('/api/auth/email/forgot-password', {
+    config: { ...publicRoute, limit: 'forgotPassword' },
+    schema: {
+      tags, summary: 'Ask for a password reset mail',
+      description: 'Always the same answer, in the same time, whether or not the account exists. 503 EMAIL_DISABLED while mail sending is off.',
+      body: EmailBody, response: { 200: Message },
+    },
+  }, async (request) => {
+    await app.services.emailFlows.forgotPassword(request.body.email)
+    return { success: true as const, message: SAME_ANSWER }
+  })
+
+  app.post('/api/auth/email/reset-password', {
+    config: { ...publicRoute, limit: 'loginOrRegister' },
+    schema: {
+      tags, summary: 'Set a new password with a reset token',
+      description: 'Single use, 1 hour. 400 RESET_LINK_EXPIRED past its lifetime, 400 INVALID_TOKEN when unknown or used. Ends every session of the user.',
+      body: ResetBody, response: { 200: Message },
+    },
+  }, async (request) => {
+    await app.services.emailFlows.resetPassword(request.body.token, request.body.new_password, request.ip)
+    return { success: true as const, message: 'Password changed. Log in with the new password.' }
+  })
+
+  app.put('/api/auth/email/change-password', {
+    config: { auth: policy.session() },
+    schema: { tags, summary: 'Change the password (ends every other session)', body: ChangePasswordBody, response: { 200: Message } },
+  }, async (request) => {
+    const user = await currentUser(request, app.services)
+    const caller = request.caller!
+    await app.services.accounts.changePassword(user, caller.kind === 'user' ? caller.credentialId : '', request.body.current_password, request.body.new_password, { ip: request.ip })
+    return { success: true as const, message: 'Password changed.' }
+  })
+
+  app.put('/api/auth/profile/update', {
+    config: { auth: policy.session() },
+    schema: { tags, summary: 'Update the username or names', body: ProfileBody, response: { 200: UserEnvelope } },
+  }, async (request) => {
+    const user = await app.services.accounts.updateProfile(await currentUser(request, app.services), request.body)
+    return { success: true as const, message: 'Profile updated.', data: { user: userView(user) } }
+  })
+}

@@ -1,0 +1,38 @@
+import { Type } from 'typebox'
+import { Ok, OkMessage } from '../../http/envelope.js'
+import { Email, Password, PersonName, Username, UserView } from '../users/schemas.js'
+
+const closed = { additionalProperties: false } as const
+
+export const RegisterBody = Type.Object({
+  username: Username,
+  email: Email,
+  password: Password,
+  first_name: Type.Optional(PersonName),
+  last_name: Type.Optional(PersonName),
+}, closed)
+
+export const LoginBody = Type.Object({
+  login: Type.String({ minLength: 1, maxLength: 255, description: 'Email or username.' }),
+  password: Type.String({ minLength: 1, maxLength: 128 }),
+}, closed)
+
+export const EmailBody = Type.Object({ email: Email }, closed)
+
+export const TokenQuery = Type.Object({ token: Type.String({ minLength: 1, maxLength: 200 }) }, closed)
+
+export const ResetBody = Type.Object({ token: Type.String({ minLength: 1, maxLength: 200 }), new_password: Password }, closed)
+
+export const ChangePasswordBody = Type.Object({
+  current_password: Type.String({ minLength: 1, maxLength: 128 }),
+  new_password: Password,
+}, closed)
+
+export const ProfileBody = Type.Object({
+  username: Type.Optional(Username),
+  first_name: Type.Optional(PersonName),
+  last_name: Type.Optional(PersonName),
+}, { ...closed, minProperties: 1 })
+
+export const UserEnvelope = Ok(Type.Object({ user: UserView }))
+export const Message = OkMessage

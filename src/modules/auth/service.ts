@@ -1,0 +1,177 @@
+import type { AbuseLimits } from '../../auth/limits.js'
+import type { Passwords } from '../../auth/passwords.js'
+import type { SessionService } from '../../auth/sessions.js'
+import { violatedUniqueIndex } from '../../db/errors.js'
+import { newId } from '../../db/ids.js'
+import type { SessionsRepository } from '../../db/repositories/sessions.js'
+import type { TeamsRepository } from '../../db/repositories/teams.js'
+import type { UserRow, UsersRepository } from '../../db/repositories/users.js'
+import type { Database } from '../../db/types.js'
+import { AppError, errors } from '../../http/errors.js'
+import type { Clock } from '../../lib/clock.js'
+import type { AuditLog } from '../audit/service.js'
+import type { SettingsService } from '../settings/service.js'
+import type { EmailFlows } from './email-flows.js'
+
+export interface Registration {
+  username: string
+  email: string
+  password: string
+  first_name?: string
+  last_name?: string
+}
+
+export interface RequestContext {
+  ip: string
+}
+
+export interface Deps {
+  database: Database
+  users: UsersRepository
+  teams: TeamsRepository
+  sessionsRepository: SessionsRepository
+  sessions: SessionService
+  passwords: Passwords
+  settings: SettingsService
+  audit: AuditLog
+  emailFlows: EmailFlows
+  limits: AbuseLimits
+  clock: Clock
+}
+
+export const loginDisabled = () => new AppError(403, 'LOGIN_DISABLED', 'Login is disabled on this service.')
+const invalidCredentials = () => new AppError(401, 'INVALID_CREDENTIALS', 'Invalid login or password.')
+const emailTaken = () => errors.conflict('EMAIL_TAKEN', 'This email is already registered.')
+const usernameTaken = () => errors.conflict('USERNAME_TAKEN', 'This username is already taken.')
+
+/** SPEC §4.2: registration, login, logout, password change, profile. No Fastify types here. */
+export class AccountService {
+  constructor(private readonly deps: Deps) {}
+
+  async register(input: Registration, context: RequestContext) {
+    const { database, users, teams, passwords, settings, audit, clock, sessions, emailFlows, sessionsRepository } = this.deps
+    if (!(await settings.get('global.enable_email_registration'))) {
+      throw new AppError(403, 'REGISTRATION_DISABLED', 'Email registration is disabled on this service.')
+    }
+    const email = input.email.toLowerCase()
+    const verificationRequired = await emailFlows.verificationRequired()
+    // Hashing happens before the transaction: the lock below is held for milliseconds only.
+    const passwordHash = await passwords.hash(input.password)
+    const now = new Date(clock.now())
+
+    const result = await database.transaction(async (tx) => {
+      const txUsers = users.with(tx)
+      await txUsers.lockRegistrations()
+      const taken = await txUsers.taken(email, input.username)
+      if (taken.email) throw emailTaken()
+      if (taken.username) throw usernameTaken()
+      // SPEC §4.2: the first user ever is the global admin, with a verified email.
+      const first = !(await txUsers.any())
+      const user = await txUsers.insert({
+        id: newId(),
+        username: input.username,
+        email,
+        passwordHash,
+        firstName: input.first_name ?? null,
+        lastName: input.last_name ?? null,
+        roleId: first ? 'global_admin' : 'global_user',
+        emailVerified: first,
+        createdAt: now,
+        updatedAt: now,
+      })
+      await teams.with(tx).createDefault(user.id, user.username, now)
+      const pending = verificationRequired && !user.emailVerified
+      const session = pending ? null : await sessions.create(user.id, sessionsRepository.with(tx))
+      await audit.record('user.registered', { actorId: user.id, ip: context.ip, target: user.id, details: { role_id: user.roleId } }, tx)
+      return { user, session, pending }
+    }).catch((error: unknown) => {
+      throw mapUserConflict(error)
+    })
+
+    if (result.pending) await emailFlows.sendVerification(result.user)
+    return result
+  }
+
+  async login(login: string, password: string, context: RequestContext) {
+    const { users, passwords, settings, audit, clock, sessions, emailFlows, limits } = this.deps
+    if (!(await settings.get('global.enable_login'))) throw loginDisabled()
+    const user = await users.findByLogin(login)
+    const now = new Date(clock.now())
+    if (user === undefined || user.passwordHash === null) {
+      // Same work, same answer as a wrong password (SPEC §3.5).
+      await passwords.verifyDummy(password)
+      await audit.record('user.login_failed', { ip: context.ip, details: { reason: 'unknown_login' } })
+      throw invalidCredentials()
+    }
+    if (user.lockedUntil !== null && user.lockedUntil > now) throw lockedOut(user.lockedUntil, now)
+    if (!(await passwords.verify(user.passwordHash, password))) {
+      const { lockedUntil } = await users.recordFailedLogin(user.id, { now, ...limits.lockout })
+      await audit.record('user.login_failed', { actorId: user.id, ip: context.ip, target: user.id, details: { reason: 'wrong_password' } })
+      if (lockedUntil !== null && lockedUntil > now) throw lockedOut(lockedUntil, now)
+      throw invalidCredentials()
+    }
+    if (!user.emailVerified && (await emailFlows.verificationRequired())) {
+      throw new AppError(403, 'EMAIL_NOT_VERIFIED', 'Verify your email address before logging in.')
+    }
+    if (user.failedLogins > 0 || user.lockedUntil !== null) await users.resetFailedLogins(user.id)
+    const session = await sessions.create(user.id)
+    await audit.record('user.login', { actorId: user.id, ip: context.ip, target: user.id, details: { method: 'email' } })
+    return { user, session }
+  }
+
+  async logout(sessionId: string | undefined, context: RequestContext): Promise<void> {
+    if (!sessionId) return
+    const userId = await this.deps.sessions.destroy(sessionId)
+    if (userId !== null) await this.deps.audit.record('user.logout', { actorId: userId, ip: context.ip, target: userId })
+  }
+
+  /** SPEC §3.1: every other session of the user dies; the current one stays. */
+  async changePassword(user: UserRow, sessionRowId: string, current: string, next: string, context: RequestContext): Promise<void> {
+    const { users, passwords, sessionsRepository, audit, clock } = this.deps
+    if (user.passwordHash === null || !(await passwords.verify(user.passwordHash, current))) {
+      throw new AppError(400, 'INVALID_PASSWORD', 'The current password is wrong.')
+    }
+    const passwordHash = await passwords.hash(next)
+    await this.deps.database.transaction(async (tx) => {
+      await users.with(tx).update(user.id, { passwordHash, updatedAt: new Date(clock.now()) })
+      await sessionsRepository.with(tx).deleteForUser(user.id, sessionRowId)
+    })
+    await audit.record('user.password_changed', { actorId: user.id, ip: context.ip, target: user.id })
+  }
+
+  async updateProfile(user: UserRow, patch: { username?: string; first_name?: string; last_name?: string }): Promise<UserRow> {
+    const { users, clock } = this.deps
+    if (patch.username !== undefined && patch.username.toLowerCase() !== user.username.toLowerCase()) {
+      const taken = await users.taken('', patch.username)
+      if (taken.username) throw usernameTaken()
+    }
+    try {
+      const updated = await users.update(user.id, {
+        ...(patch.username !== undefined ? { username: patch.username } : {}),
+        ...(patch.first_name !== undefined ? { firstName: patch.first_name } : {}),
+        ...(patch.last_name !== undefined ? { lastName: patch.last_name } : {}),
+        updatedAt: new Date(clock.now()),
+      })
+      if (updated === undefined) throw errors.notFound('User')
+      return updated
+    } catch (error) {
+      throw mapUserConflict(error)
+    }
+  }
+}
+
+function lockedOut(until: Date, now: Date): AppError {
+  const seconds = Math.max(1, Math.ceil((until.getTime() - now.getTime()) / 1000))
+  return new AppError(429, 'RATE_LIMITED', 'Too many failed logins: this account is locked for a while.').withHeaders({
+    'retry-after': String(seconds),
+  })
+}
+
+/** A unique-index violation that slipped past the pre-check (a concurrent write) is still a 409. */
+export function mapUserConflict(error: unknown): unknown {
+  const index = violatedUniqueIndex(error)
+  if (index === null) return error
+  if (index.includes('email')) return emailTaken()
+  if (index.includes('username')) return usernameTaken()
+  return error
+}

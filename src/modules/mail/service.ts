@@ -1,0 +1,179 @@
+import nodemailer, { type NodemailerError, type SMTPSentMessageInfo, type Transporter } from 'nodemailer'
+import { AppError } from '../../http/errors.js'
+import { systemClock, type Clock } from '../../lib/clock.js'
+import type { SettingsService } from '../settings/service.js'
+
+/** Connecting and waiting for the greeting: an unreachable server fails a request in seconds. */
+export const SMTP_CONNECT_TIMEOUT_MS = 10_000
+/** Inactivity once connected (nodemailer's default is 10 minutes). */
+export const SMTP_SOCKET_TIMEOUT_MS = 30_000
+
+export interface MailMessage {
+  to: string
+  subject: string
+  text: string
+  html: string
+}
+
+export interface SentMail {
+  /** Recipients the SMTP server accepted. */
+  accepted: string[]
+  messageId: string
+}
+
+/** The part of a pino logger this service uses. */
+export interface MailLogger {
+  info(object: object, message: string): void
+  warn(object: object, message: string): void
+  error(object: object, message: string): void
+}
+
+interface Deps {
+  settings: SettingsService
+  log: MailLogger
+  clock?: Clock
+}
+
+interface SmtpSettings {
+  host: string
+  port: number
+  username: string
+  password: string
+  secure: boolean
+  requireTls: boolean
+  fromName: string
+  fromEmail: string
+}
+
+export const mailErrors = {
+  notConfigured: () =>
+    new AppError(400, 'SMTP_NOT_CONFIGURED', 'SMTP is not configured: set smtp.host and smtp.from_email first.'),
+  smtp: (reason: string) => new AppError(502, 'SMTP_ERROR', `The mail could not be sent: ${reason}`),
+}
+
+/**
+ * SPEC §4.5: mail over the SMTP settings, read at send time so a change applies to the next mail.
+ * The transport is kept while those settings stay the same. It is not pooled: each mail opens its
+ * own connection, so nothing stays open between mails and an idle service holds no sockets.
+ */
+export class MailService {
+  private readonly settings: SettingsService
+  private readonly log: MailLogger
+  private readonly clock: Clock
+  private cached: { key: string; transporter: Transporter<SMTPSentMessageInfo> } | null = null
+
+  constructor({ settings, log, clock = systemClock }: Deps) {
+    this.settings = settings
+    this.log = log
+    this.clock = clock
+  }
+
+  /** SPEC §3.4: account mails go out only when sending is on and SMTP is configured. */
+  async enabled(): Promise<boolean> {
+    const [sendMail, host, fromEmail] = await Promise.all([
+      this.settings.get('global.send_mail'),
+      this.settings.get('smtp.host'),
+      this.settings.get('smtp.from_email'),
+    ])
+    return sendMail && host.trim() !== '' && fromEmail.trim() !== ''
+  }
+
+  /**
+   * Sends now, whatever `global.send_mail` says (the admin test mail must work before sending is
+   * switched on). 400 SMTP_NOT_CONFIGURED without a host or sender; 502 SMTP_ERROR carrying the
+   * server's own reply, or the connection failure, when the mail does not go out.
+   */
+  async send(message: MailMessage): Promise<SentMail> {
+    const smtp = await this.smtpSettings()
+    if (smtp.host === '' || smtp.fromEmail === '') throw mailErrors.notConfigured()
+    const transporter = this.transporter(smtp)
+    let info: SMTPSentMessageInfo
+    try {
+      info = await transporter.sendMail({
+        from: { name: smtp.fromName, address: smtp.fromEmail },
+        to: message.to,
+        subject: message.subject,
+        text: message.text,
+        html: message.html,
+        date: new Date(this.clock.now()),
+      })
+    } catch (error) {
+      // Never rethrown as is: nodemailer's ECONNREFUSED/ETIMEDOUT codes would read as a database outage.
+      throw mailErrors.smtp(smtpReason(error))
+    }
+    return { accepted: info.accepted.map(String), messageId: info.messageId }
+  }
+
+  /**
+   * For the account flows (SPEC §4.5): a mail failure never fails the write that triggered it.
+   * Sends only when `enabled()`; true when the mail went out. A failure is logged with the
+   * recipient's domain only — never the address, the body or the link it carries.
+   */
+  async sendBestEffort(message: MailMessage): Promise<boolean> {
+    try {
+      if (!(await this.enabled())) return false
+      await this.send(message)
+      return true
+    } catch (error) {
+      this.log.warn(
+        {
+          recipient_domain: message.to.slice(message.to.lastIndexOf('@') + 1),
+          code: error instanceof AppError ? error.code : 'UNEXPECTED',
+          reason: withoutAddresses(error instanceof Error ? error.message : String(error)),
+        },
+        'mail not sent',
+      )
+      return false
+    }
+  }
+
+  close(): void {
+    this.cached?.transporter.close()
+    this.cached = null
+  }
+
+  private async smtpSettings(): Promise<SmtpSettings> {
+    const get = this.settings.get.bind(this.settings)
+    const [host, port, username, password, secure, requireTls, fromName, fromEmail] = await Promise.all([
+      get('smtp.host'), get('smtp.port'), get('smtp.username'), get('smtp.password'),
+      get('smtp.secure'), get('smtp.require_tls'), get('smtp.from_name'), get('smtp.from_email'),
+    ])
+    return { host: host.trim(), port, username, password, secure, requireTls, fromName, fromEmail: fromEmail.trim() }
+  }
+
+  private transporter(smtp: SmtpSettings): Transporter<SMTPSentMessageInfo> {
+    const { host, port, username, password, secure, requireTls } = smtp
+    const key = JSON.stringify([host, port, username, password, secure, requireTls])
+    if (this.cached?.key === key) return this.cached.transporter
+    this.cached?.transporter.close()
+    const transporter = nodemailer.createTransport({
+      host,
+      port,
+      secure,
+      requireTLS: requireTls,
+      ...(username === '' ? {} : { auth: { user: username, pass: password } }),
+      connectionTimeout: SMTP_CONNECT_TIMEOUT_MS,
+      greetingTimeout: SMTP_CONNECT_TIMEOUT_MS,
+      socketTimeout: SMTP_SOCKET_TIMEOUT_MS,
+    })
+    this.cached = { key, transporter }
+    return transporter
+  }
+}
+
+/**
+ * nodemailer's message names the stage and quotes the server's reply ("Invalid login: 535 …",
+ * "Can't send mail - all recipients were rejected: 550 …"); without a reply it names the
+ * connection or TLS failure.
+ */
+function smtpReason(error: unknown): string {
+  if (!(error instanceof Error)) return String(error)
+  const message = error.message.trim()
+  const response = (error as NodemailerError).response?.trim()
+  return response && !message.includes(response) ? `${message} (${response})` : message
+}
+
+/** A server's reply may quote the recipient; logs keep only its domain. */
+function withoutAddresses(text: string): string {
+  return text.replace(/[^\s<>"'@]+@(?=[^\s<>"'@]+)/g, '…@')
+}

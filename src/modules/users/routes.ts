@@ -1,0 +1,45 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from 'typebox'
+import { currentUser } from '../../auth/current-user.js'
+import { ROLE_PERMISSIONS } from '../../auth/permissions.js'
+import { policy } from '../../auth/policies.js'
+import { Ok } from '../../http/envelope.js'
+import { UserView } from './schemas.js'
+import { authMethods, userView } from './view.js'
+
+const tags = ['Users']
+
+const Account = Ok(Type.Object({
+  role_id: Type.Union([Type.Literal('global_admin'), Type.Literal('global_user')]),
+  permissions: Type.Array(Type.String()),
+  email_verified: Type.Boolean(),
+  auth_methods: Type.Array(Type.Union([Type.Literal('email'), Type.Literal('provider')])),
+  created_at: Type.String({ format: 'date-time' }),
+  team_count: Type.Integer(),
+}))
+
+/** SPEC §4.3: the caller's own profile and account. */
+export const meRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  app.get('/api/users/me', {
+    config: { auth: policy.dual('user:read') },
+    schema: { tags, summary: "The caller's profile", response: { 200: Ok(UserView) } },
+  }, async (request) => ({ success: true as const, data: userView(await currentUser(request, app.services)) }))
+
+  app.get('/api/users/me/account', {
+    config: { auth: policy.dual('account:read') },
+    schema: { tags, summary: "The caller's role, permissions and account facts", response: { 200: Account } },
+  }, async (request) => {
+    const user = await currentUser(request, app.services)
+    return {
+      success: true as const,
+      data: {
+        role_id: user.roleId,
+        permissions: [...ROLE_PERMISSIONS[user.roleId]],
+        email_verified: user.emailVerified,
+        auth_methods: authMethods(user),
+        created_at: user.createdAt.toISOString(),
+        team_count: await app.services.teams.countMemberships(user.id),
+      },
+    }
+  })
+}

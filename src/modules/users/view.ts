@@ -1,0 +1,23 @@
+import type { UserRow } from '../../db/repositories/users.js'
+
+/** SPEC §4.2: the user as every route shows it. Never a hash. */
+export function userView(user: UserRow) {
+  return {
+    id: user.id,
+    username: user.username,
+    email: user.email,
+    first_name: user.firstName,
+    last_name: user.lastName,
+    role_id: user.roleId,
+    email_verified: user.emailVerified,
+    auth_methods: authMethods(user),
+    created_at: user.createdAt.toISOString(),
+  }
+}
+
+export function authMethods(user: UserRow): Array<'email' | 'provider'> {
+  const methods: Array<'email' | 'provider'> = []
+  if (user.passwordHash !== null) methods.push('email')
+  if (user.providerUserId !== null) methods.push('provider')
+  return methods
+}
