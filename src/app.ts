@@ -9,6 +9,7 @@ import { meRoutes } from './modules/users/routes.js'
 import type { Caller, CredentialVerifiers } from './auth/caller.js'
 import type { Config } from './config.js'
 import { DatabaseLifecycle } from './db/lifecycle.js'
+import { csrfGuard } from './http/csrf.js'
 import { installErrorHandler } from './http/error-handler.js'
 import { errors } from './http/errors.js'
 import { installGracefulClose } from './http/graceful-close.js'
@@ -85,12 +86,15 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   // The one onRequest hook: headers every answer carries, the setup gate, then the route policy
   // (SPEC §3.2). Callback style keeps public routes free of promise overhead.
   const headers = securityHeaders(config)
+  const crossSite = csrfGuard(config)
   app.addHook('onRequest', (request, reply, done) => {
     reply.headers(headers)
     reply.header('x-request-id', request.id)
     if (request.is404) return done()
     const { auth, beforeSetup } = request.routeOptions.config
     if (beforeSetup !== true && !lifecycle.ready) return done(errors.databaseNotConfigured())
+    const refused = crossSite(request)
+    if (refused !== null) return done(refused)
     if (auth === undefined || auth.kind === 'public') return done()
     authorize(request, reply, auth, lifecycle.current).then((caller) => {
       request.caller = caller

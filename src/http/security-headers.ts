@@ -1,7 +1,9 @@
 import cors from '@fastify/cors'
 import type { FastifyInstance } from 'fastify'
 import helmet from 'helmet'
+import { policy } from '../auth/policies.js'
 import type { Config } from '../config.js'
+import { setRouteDefaults } from './route-guard.js'
 
 /**
  * SPEC §8: helmet's security headers on every response. Helmet is run once at boot against a
@@ -30,10 +32,13 @@ export function securityHeaders(config: Config): Readonly<Record<string, string>
 /** CORS (with credentials) only for the configured origins; none at all when there are none. */
 export async function registerCors(app: FastifyInstance, config: Config): Promise<void> {
   if (config.corsOrigins.length === 0) return
+  // The plugin adds its own `OPTIONS *` preflight route: public, and answering before setup.
+  setRouteDefaults(app, { auth: policy.public(), beforeSetup: true })
   await app.register(cors, {
     origin: [...config.corsOrigins],
     credentials: true,
     methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
     exposedHeaders: ['X-Request-Id', 'Retry-After', 'WWW-Authenticate'],
   })
+  setRouteDefaults(app, {})
 }
