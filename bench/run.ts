@@ -3,15 +3,17 @@ import { once } from 'node:events'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import argon2 from 'argon2'
 import autocannon from 'autocannon'
 import { projectRoot } from '../src/paths.js'
 import { createTestDatabase } from '../test/helpers/database.js'
 
 /**
  * `npm run bench`: figures, not assertions (SPEC §7). Talks only to 127.0.0.1.
- * For each dialect: cold start to the first 200, then throughput of /api/health and
- * /api/health/ready as ratios to a bare Fastify "hello" route measured in the same run,
- * and the resident memory afterwards.
+ * For each dialect: cold start to the first 200, then throughput of /api/health,
+ * /api/health/ready and /api/users/me (session cookie) as ratios to a bare Fastify "hello" route
+ * measured in the same run; login throughput as a ratio to raw Argon2id verification, with the
+ * p99 of /api/health during the login flood; and the resident memory.
  *   BENCH_SECONDS (default 5)  length of each load run
  *   BENCH_CONNECTIONS (10)     concurrent connections
  *   BENCH_STARTS (5)           cold starts per dialect (the median is reported)
@@ -23,6 +25,7 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10)
 const STARTS = Number(process.env.BENCH_STARTS ?? 5)
 const WARMUP_SECONDS = 2
 const SECRET = 'bench-secret-0123456789-abcdefghijklmnopqrstuvwxyz'
+const PASSWORD = 'bench password 123'
 
 interface Started {
   child: ChildProcess
@@ -61,11 +64,43 @@ function rssMb(child: ChildProcess): number {
   return Math.round(kb / 102.4) / 10
 }
 
-async function load(url: string, headers: Record<string, string> = {}) {
+interface Request {
+  method?: 'GET' | 'POST'
+  headers?: Record<string, string>
+  body?: string
+}
+
+async function load(url: string, request: Request = {}, connections = CONNECTIONS) {
+  const options = { url, connections, method: request.method ?? 'GET', headers: request.headers ?? {}, body: request.body }
   // Warm-up (JIT, pools) first; only the second run is reported.
-  await autocannon({ url, connections: CONNECTIONS, duration: WARMUP_SECONDS, headers })
-  const result = await autocannon({ url, connections: CONNECTIONS, duration: SECONDS, headers })
+  await autocannon({ ...options, duration: WARMUP_SECONDS })
+  const result = await autocannon({ ...options, duration: SECONDS })
   return { rps: Math.round(result.requests.average), p99: result.latency.p99, non2xx: result.non2xx + result.errors }
+}
+
+/** Raw Argon2id verifications per second on this machine, CONNECTIONS at a time. */
+async function argon2Throughput(): Promise<number> {
+  const hash = await argon2.hash(PASSWORD, { type: argon2.argon2id })
+  let done = 0
+  const until = performance.now() + SECONDS * 1000
+  await Promise.all(Array.from({ length: CONNECTIONS }, async () => {
+    while (performance.now() < until) {
+      await argon2.verify(hash, PASSWORD)
+      done++
+    }
+  }))
+  return Math.round(done / SECONDS)
+}
+
+/** The first user (an admin) and a session cookie for them. */
+async function signUp(url: string): Promise<string> {
+  const response = await fetch(`${url}/api/auth/email/register`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ username: 'bench', email: 'bench@example.test', password: PASSWORD }),
+  })
+  if (response.status !== 201) throw new Error(`registration failed: ${response.status} ${await response.text()}`)
+  return response.headers.getSetCookie()[0]!.split(';')[0]!
 }
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
@@ -79,6 +114,8 @@ async function main(): Promise<void> {
   const hello = await load(`${baseline.url}/api/health`)
   await stop(baseline.child)
   console.log(`bare Fastify hello: ${hello.rps} req/s (p99 ${hello.p99} ms)`)
+  const rawArgon2 = await argon2Throughput()
+  console.log(`raw Argon2id verify: ${rawArgon2} /s (${CONNECTIONS} at a time, this process)`)
 
   for (const dialect of ['sqlite', 'postgresql'] as const) {
     const dataDir = mkdtempSync(join(tmpdir(), 'svc-bench-'))
@@ -96,6 +133,18 @@ async function main(): Promise<void> {
       const idleRss = rssMb(running.child)
       const health = await load(`${running.url}/api/health`)
       const ready = await load(`${running.url}/api/health/ready`)
+      const cookie = await signUp(running.url)
+      const me = await load(`${running.url}/api/users/me`, { headers: { cookie } })
+      const loginRequest: Request = {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ login: 'bench', password: PASSWORD }),
+      }
+      // A login flood, and meanwhile one client measuring the event loop through /api/health.
+      const [login, healthDuringLogins] = await Promise.all([
+        load(`${running.url}/api/auth/email/login`, loginRequest),
+        load(`${running.url}/api/health`, {}, 1),
+      ])
       const loadedRss = rssMb(running.child)
       await stop(running.child)
       const ratio = (rps: number) => `${((rps / hello.rps) * 100).toFixed(0)} % of bare`
@@ -103,7 +152,9 @@ async function main(): Promise<void> {
       console.log(`  cold start to first 200: median ${median(starts).toFixed(0)} ms (of ${STARTS}: ${starts.map((ms) => ms.toFixed(0)).join(', ')})`)
       console.log(`  GET /api/health:        ${health.rps} req/s, p99 ${health.p99} ms, ${ratio(health.rps)}${health.non2xx ? `, ${health.non2xx} failures` : ''}`)
       console.log(`  GET /api/health/ready:  ${ready.rps} req/s, p99 ${ready.p99} ms, ${ratio(ready.rps)}${ready.non2xx ? `, ${ready.non2xx} failures` : ''}`)
-      console.log(`  RSS: ${idleRss} MB idle, ${loadedRss} MB after ${2 * SECONDS} s of load`)
+      console.log(`  GET /api/users/me (session): ${me.rps} req/s, p99 ${me.p99} ms, ${ratio(me.rps)}${me.non2xx ? `, ${me.non2xx} failures` : ''}`)
+      console.log(`  POST /api/auth/email/login: ${login.rps} req/s, ${((login.rps / rawArgon2) * 100).toFixed(0)} % of raw Argon2 verify${login.non2xx ? `, ${login.non2xx} failures` : ''}; /api/health p99 meanwhile ${healthDuringLogins.p99} ms`)
+      console.log(`  RSS: ${idleRss} MB idle, ${loadedRss} MB after the load runs`)
     } finally {
       await database.drop()
       rmSync(dataDir, { recursive: true, force: true })
