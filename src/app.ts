@@ -6,6 +6,10 @@ import { DEFAULT_LIMITS, type AbuseLimits } from './auth/limits.js'
 import { registerRateLimits } from './http/rate-limits.js'
 import { authRoutes } from './modules/auth/routes.js'
 import { meRoutes } from './modules/users/routes.js'
+import { settingsRoutes } from './modules/settings/routes.js'
+import { adminUserRoutes } from './modules/admin/users-routes.js'
+import { auditRoutes } from './modules/admin/audit-routes.js'
+import { rolesRoutes } from './modules/admin/roles-routes.js'
 import type { Caller, CredentialVerifiers } from './auth/caller.js'
 import type { Config } from './config.js'
 import { DatabaseLifecycle } from './db/lifecycle.js'
@@ -59,6 +63,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     requestIdHeader: false,
     bodyLimit: BODY_LIMIT,
     trustProxy: config.trustProxy,
+    // Long path parameters reach the schemas (and a 4xx envelope) instead of the router's own 414.
+    routerOptions: { maxParamLength: 1000 },
     return503OnClosing: true,
     forceCloseConnections: 'idle',
   }).withTypeProvider<TypeBoxTypeProvider>()
@@ -110,6 +116,10 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await registerDocumentation(app, lifecycle)
     await app.register(authRoutes)
     await app.register(meRoutes)
+    await app.register(settingsRoutes)
+    await app.register(adminUserRoutes)
+    await app.register(auditRoutes)
+    await app.register(rolesRoutes)
     if (options.extend) await app.register(options.extend)
     await lifecycle.start()
     await app.ready()

@@ -15,6 +15,7 @@ import type { Clock } from './lib/clock.js'
 import { deriveKey } from './lib/keys.js'
 import { createSecretBox } from './lib/secret-box.js'
 import { createDigester } from './lib/tokens.js'
+import { UserAdministration } from './modules/admin/service.js'
 import { AuditLog } from './modules/audit/service.js'
 import { EmailFlows } from './modules/auth/email-flows.js'
 import { AccountService } from './modules/auth/service.js'
@@ -34,6 +35,7 @@ export interface Services {
   sessions: SessionService
   accounts: AccountService
   emailFlows: EmailFlows
+  administration: UserAdministration
   limits: AbuseLimits
   credentials: CredentialVerifiers
 }
@@ -74,6 +76,7 @@ export async function createServices(database: Database, { config, clock, log, l
   })
   return {
     database, settings, mail, users, teams, auditEvents, audit, passwords, sessions, accounts, emailFlows, limits,
+    administration: new UserAdministration({ database, users, teams, audit, clock }),
     credentials: {
       ...noCredentials,
       session: (id) => sessions.verify(id),

@@ -1,4 +1,6 @@
+import type { InjectOptions } from 'fastify'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import type { SettingChange } from '../../src/modules/settings/service.js'
 import { createTestContext, type TestApp, type TestContext } from '../helpers/app.js'
 import { manualClock, type ManualClock } from '../helpers/clock.js'
 import { DIALECTS } from '../helpers/database.js'
@@ -25,12 +27,12 @@ describe.each(DIALECTS)('verification and password reset on %s', (dialect) => {
   let clock: ManualClock
   let counter = 0
 
-  const inject = (options: Parameters<TestApp['app']['inject']>[0]) => subject.app.inject(options)
+  const inject = (options: InjectOptions) => subject.app.inject(options)
   const register = (name: string, email = `${name}@example.test`) =>
     inject({ method: 'POST', url: '/api/auth/email/register', payload: { username: name, email, password: PASSWORD } })
   const login = (loginName: string, password = PASSWORD) =>
     inject({ method: 'POST', url: '/api/auth/email/login', payload: { login: loginName, password } })
-  const settings = (changes: Array<{ key: string; value: string | number | boolean }>) => subject.app.services.settings.update(changes)
+  const settings = (changes: SettingChange[]) => subject.app.services.settings.update(changes)
   const fresh = () => `user${++counter}`
 
   beforeAll(async () => {

@@ -34,6 +34,11 @@ const conventionRoutes: FastifyPluginAsync = async (app) => {
     schema: { tags: ['Test'], summary: 'list', querystring: Type.Object(PaginationQuery, { additionalProperties: false }), response: { 200: Echo } },
   }, async (request) => ({ success: true as const, data: request.query }))
 
+  app.get('/api/test/items/:id', {
+    config: open,
+    schema: { tags: ['Test'], summary: 'item', params: Type.Object({ id: Type.String({ maxLength: 100 }) }), response: { 200: Echo } },
+  }, async (request) => ({ success: true as const, data: request.params }))
+
   app.get('/api/test/crash', { config: open, schema: { tags: ['Test'], summary: 'crash', response: { 200: Echo } } }, async () => {
     throw new Error('database password is hunter2')
   })
@@ -150,6 +155,12 @@ describe.each(DIALECTS)('HTTP conventions on %s', (dialect) => {
       expect(response.statusCode).toBe(400)
       expect(response.json().code).toBe('VALIDATION_ERROR')
     }
+  })
+
+  it('an over-long path parameter is a 400 in the envelope, not the router\'s own answer', async () => {
+    const response = await subject.app.inject({ method: 'GET', url: `/api/test/items/${'x'.repeat(150)}` })
+    expect(response.statusCode).toBe(400)
+    expect(response.json()).toMatchObject({ success: false, code: 'VALIDATION_ERROR', details: [{ field: 'id', in: 'params' }] })
   })
 
   it('a route without query parameters refuses any', async () => {

@@ -22,6 +22,7 @@ export interface LockoutPolicy {
 
 /** Any PostgreSQL advisory-lock key works as long as every instance uses the same one. */
 const REGISTRATION_LOCK_ID = 0x5e7001
+const ADMINS_LOCK_ID = 0x5e7002
 
 export type UsersRepository = ReturnType<typeof usersRepository>
 
@@ -42,6 +43,15 @@ export function usersRepository(database: Database, executor: Db = database.db) 
      */
     async lockRegistrations(): Promise<void> {
       if (dialect === 'postgresql') await db.execute(sql`select pg_advisory_xact_lock(${REGISTRATION_LOCK_ID})`)
+    },
+
+    /**
+     * Serializes changes that could remove a global admin (demotion, deletion) for the rest of
+     * the transaction, so "is this the last admin?" and the change cannot race: two admins
+     * demoting each other at once must not leave none. SQLite transactions are serialized already.
+     */
+    async lockAdmins(): Promise<void> {
+      if (dialect === 'postgresql') await db.execute(sql`select pg_advisory_xact_lock(${ADMINS_LOCK_ID})`)
     },
 
     async any(): Promise<boolean> {

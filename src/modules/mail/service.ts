@@ -3,10 +3,14 @@ import { AppError } from '../../http/errors.js'
 import { systemClock, type Clock } from '../../lib/clock.js'
 import type { SettingsService } from '../settings/service.js'
 
-/** Connecting and waiting for the greeting: an unreachable server fails a request in seconds. */
-export const SMTP_CONNECT_TIMEOUT_MS = 10_000
-/** Inactivity once connected (nodemailer's default is 10 minutes). */
-export const SMTP_SOCKET_TIMEOUT_MS = 30_000
+export interface SmtpTimeouts {
+  /** Connecting, then waiting for the greeting: an unreachable server fails a request in seconds. */
+  connectMs: number
+  /** Inactivity once connected (nodemailer's default is 10 minutes). */
+  socketMs: number
+}
+
+export const SMTP_TIMEOUTS: SmtpTimeouts = { connectMs: 10_000, socketMs: 30_000 }
 
 export interface MailMessage {
   to: string
@@ -32,6 +36,7 @@ interface Deps {
   settings: SettingsService
   log: MailLogger
   clock?: Clock
+  timeouts?: SmtpTimeouts
 }
 
 interface SmtpSettings {
@@ -60,12 +65,14 @@ export class MailService {
   private readonly settings: SettingsService
   private readonly log: MailLogger
   private readonly clock: Clock
+  private readonly timeouts: SmtpTimeouts
   private cached: { key: string; transporter: Transporter<SMTPSentMessageInfo> } | null = null
 
-  constructor({ settings, log, clock = systemClock }: Deps) {
+  constructor({ settings, log, clock = systemClock, timeouts = SMTP_TIMEOUTS }: Deps) {
     this.settings = settings
     this.log = log
     this.clock = clock
+    this.timeouts = timeouts
   }
 
   /** SPEC §3.4: account mails go out only when sending is on and SMTP is configured. */
@@ -152,9 +159,9 @@ export class MailService {
       secure,
       requireTLS: requireTls,
       ...(username === '' ? {} : { auth: { user: username, pass: password } }),
-      connectionTimeout: SMTP_CONNECT_TIMEOUT_MS,
-      greetingTimeout: SMTP_CONNECT_TIMEOUT_MS,
-      socketTimeout: SMTP_SOCKET_TIMEOUT_MS,
+      connectionTimeout: this.timeouts.connectMs,
+      greetingTimeout: this.timeouts.connectMs,
+      socketTimeout: this.timeouts.socketMs,
     })
     this.cached = { key, transporter }
     return transporter
