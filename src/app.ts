@@ -49,6 +49,8 @@ export interface BuildOptions {
   credentials?: Partial<CredentialVerifiers>
   /** Abuse limits (SPEC §3.5) to use instead of the defaults; tests lower them. */
   limits?: Partial<AbuseLimits>
+  /** Prefix of the rate-limit keys in Redis (tests keep theirs apart). */
+  rateLimitNamespace?: string
   /** Extra routes registered before the app is ready (tests, benchmarks). */
   extend?: FastifyPluginAsync
 }
@@ -86,7 +88,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
 
   await app.register(cookie)
   await registerCors(app, config)
-  await registerRateLimits(app)
+  await registerRateLimits(app, config, options.rateLimitNamespace)
   await registerOpenApi(app, config)
 
   // The one onRequest hook: headers every answer carries, the setup gate, then the route policy

@@ -38,6 +38,8 @@ export interface Services {
   administration: UserAdministration
   limits: AbuseLimits
   credentials: CredentialVerifiers
+  /** Deletes expired sessions and email tokens (SPEC §5); run periodically by the lifecycle. */
+  purgeExpired(): Promise<void>
 }
 
 export interface ServiceOptions {
@@ -62,13 +64,14 @@ export async function createServices(database: Database, { config, clock, log, l
   const users = usersRepository(database)
   const teams = teamsRepository(database)
   const sessionRows = sessionsRepository(database)
+  const emailTokens = emailTokensRepository(database)
   const auditEvents = auditRepository(database)
   const audit = new AuditLog(auditEvents, clock)
   const passwords = createPasswords()
   const sessions = new SessionService(sessionRows, digest, clock, config)
   const mail = new MailService({ settings, log, clock })
   const emailFlows = new EmailFlows({
-    database, users, tokens: emailTokensRepository(database), sessionsRepository: sessionRows,
+    database, users, tokens: emailTokens, sessionsRepository: sessionRows,
     passwords, settings, mail, audit, digest, clock, config,
   })
   const accounts = new AccountService({
@@ -77,6 +80,11 @@ export async function createServices(database: Database, { config, clock, log, l
   return {
     database, settings, mail, users, teams, auditEvents, audit, passwords, sessions, accounts, emailFlows, limits,
     administration: new UserAdministration({ database, users, teams, audit, clock }),
+    async purgeExpired() {
+      const now = new Date(clock.now())
+      await sessionRows.purgeExpired(now)
+      await emailTokens.purgeExpired(now)
+    },
     credentials: {
       ...noCredentials,
       session: (id) => sessions.verify(id),

@@ -14,6 +14,7 @@ export interface DatabaseStatus {
 }
 
 const CHOICE_FILE = 'database-setup.json'
+const PURGE_EVERY_MS = 60 * 60 * 1000
 
 /**
  * Owns the database connection and the services built on it (SPEC §4.1). With
@@ -24,6 +25,7 @@ const CHOICE_FILE = 'database-setup.json'
 export class DatabaseLifecycle {
   private services: Services | null = null
   private claimed = false
+  private purgeTimer: NodeJS.Timeout | undefined
 
   constructor(
     private readonly config: Config,
@@ -82,6 +84,7 @@ export class DatabaseLifecycle {
   }
 
   async close(): Promise<void> {
+    clearInterval(this.purgeTimer)
     const services = this.services
     this.services = null
     await services?.database.close()
@@ -94,7 +97,11 @@ export class DatabaseLifecycle {
     })
     try {
       await database.migrate()
-      this.services = await this.build(database)
+      const services = await this.build(database)
+      this.services = services
+      const purge = () => services.purgeExpired().catch((error: unknown) => this.log.warn({ err: error }, 'purging expired credentials failed'))
+      void purge()
+      this.purgeTimer = setInterval(purge, PURGE_EVERY_MS).unref()
     } catch (error) {
       await database.close().catch(() => {})
       throw error

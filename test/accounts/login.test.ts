@@ -1,6 +1,6 @@
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { DEFAULT_PASSWORD, login, register, registerAndLogin } from '../helpers/accounts.js'
+import { DEFAULT_PASSWORD, login, register, registerAndLogin, sessionSetCookie } from '../helpers/accounts.js'
 import { createTestContext, type TestContext } from '../helpers/app.js'
 import { manualClock } from '../helpers/clock.js'
 import { DIALECTS } from '../helpers/database.js'
@@ -44,6 +44,7 @@ describe.each(DIALECTS)('login on %s', (dialect) => {
         expect(response.statusCode).toBe(200)
         expect(response.json()).toMatchObject({ success: true, message: 'Logged in successfully.', data: { user: { username: 'Mixed_Case' } } })
         expect(cookie).toMatch(/^auth_session=.+/)
+        expect(new Set(sessionSetCookie(response)!.split('; ').slice(1))).toEqual(new Set(['Max-Age=2592000', 'Path=/', 'HttpOnly', 'SameSite=Lax']))
         cookies.push(cookie!)
       }
       expect(new Set(cookies).size).toBe(cookies.length)

@@ -1,0 +1,47 @@
+import { randomUUID } from 'node:crypto'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createTestContext, type TestContext } from '../helpers/app.js'
+
+const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
+
+/** SPEC §9: with REDIS_URL, per-IP counters are shared by every instance. */
+describe('per-IP limits shared through Redis', () => {
+  let ctx: TestContext
+  beforeAll(async () => {
+    ctx = await createTestContext('postgresql')
+  })
+  afterAll(() => ctx.close())
+
+  const attempt = (app: Awaited<ReturnType<TestContext['build']>>['app']) =>
+    app.inject({ method: 'POST', url: '/api/auth/email/login', payload: { login: 'nobody', password: 'whatever it is' }, remoteAddress: '10.9.8.7' })
+
+  it('two instances count one budget: the third attempt, on either, is refused', async () => {
+    const options = {
+      env: { REDIS_URL },
+      rateLimitNamespace: `test-${randomUUID()}-`,
+      limits: { loginOrRegister: { max: 2, windowMs: 60_000 } },
+    }
+    const [first, second] = await Promise.all([ctx.build(options), ctx.build(options)])
+    expect((await attempt(first.app)).statusCode).toBe(401)
+    expect((await attempt(second.app)).statusCode).toBe(401)
+    const refused = await attempt(first.app)
+    expect(refused.statusCode).toBe(429)
+    expect(refused.json().code).toBe('RATE_LIMITED')
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0)
+    expect((await attempt(second.app)).statusCode).toBe(429)
+  })
+
+  it('without Redis each instance counts on its own', async () => {
+    const options = { limits: { loginOrRegister: { max: 2, windowMs: 60_000 } } }
+    const [first, second] = await Promise.all([ctx.build(options), ctx.build(options)])
+    await attempt(first.app)
+    await attempt(first.app)
+    expect((await attempt(first.app)).statusCode).toBe(429)
+    expect((await attempt(second.app)).statusCode).toBe(401)
+  })
+
+  it('an unreachable Redis lets requests through instead of failing them', async () => {
+    const { app } = await ctx.build({ env: { REDIS_URL: 'redis://127.0.0.1:1' }, limits: { loginOrRegister: { max: 2, windowMs: 60_000 } } })
+    expect((await attempt(app)).statusCode).toBe(401)
+  })
+})
