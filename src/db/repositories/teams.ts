@@ -1,18 +1,36 @@
-import { and, count, eq } from 'drizzle-orm'
+import { and, asc, count, eq, ne, sql } from 'drizzle-orm'
 import type { TeamRole } from '../../auth/permissions.js'
 import { slugCandidates, slugify } from '../../lib/slug.js'
 import { newId } from '../ids.js'
 import type { Database, Db } from '../types.js'
 
 export type TeamRow = Database['t']['teams']['$inferSelect']
+export type MembershipRow = Database['t']['teamMembers']['$inferSelect']
+
+export interface TeamWithCount extends TeamRow {
+  memberCount: number
+}
+
+export interface CallerTeam extends TeamWithCount {
+  role: TeamRole
+}
+
+export interface MemberView {
+  userId: string
+  username: string
+  email: string
+  role: TeamRole
+  joinedAt: Date
+}
 
 const MAX_SLUG_ATTEMPTS = 1000
 
 export type TeamsRepository = ReturnType<typeof teamsRepository>
 
 export function teamsRepository(database: Database, executor: Db = database.db) {
-  const { t } = database
+  const { t, dialect } = database
   const db = executor
+  const memberCount = sql<number>`(select count(*) from ${t.teamMembers} where ${t.teamMembers.teamId} = ${t.teams.id})`.mapWith(Number)
 
   /**
    * Inserts under the first free slug derived from the name. The unique index decides: a taken
@@ -29,16 +47,78 @@ export function teamsRepository(database: Database, executor: Db = database.db) 
     throw new Error(`no free slug for team name ${JSON.stringify(team.name)}`)
   }
 
+  async function create(team: { ownerId: string; name: string; description: string | null; isDefault: boolean }, now: Date): Promise<TeamRow> {
+    const row = await insertWithFreeSlug({ id: newId(), ...team, createdAt: now, updatedAt: now })
+    await db.insert(t.teamMembers).values({ teamId: row.id, userId: team.ownerId, role: 'team_admin', joinedAt: now })
+    return row
+  }
+
   return {
     with: (tx: Db) => teamsRepository(database, tx),
+    create,
+
+    /**
+     * Serializes changes to one team (members, limits, ownership) for the rest of the
+     * transaction. SQLite transactions are serialized already.
+     */
+    async lock(teamId: string): Promise<void> {
+      if (dialect === 'postgresql') await db.execute(sql`select 1 from ${t.teams} where ${t.teams.id} = ${teamId} for update`)
+    },
+
+    /** Serializes team creation by one owner, so the creation limit holds under concurrency. */
+    async lockOwner(userId: string): Promise<void> {
+      if (dialect === 'postgresql') await db.execute(sql`select 1 from ${t.users} where ${t.users.id} = ${userId} for update`)
+    },
 
     /** The user's default team (name = username), with the user as owner and team_admin. */
     async createDefault(ownerId: string, username: string, now: Date): Promise<TeamRow> {
-      const team = await insertWithFreeSlug({
-        id: newId(), name: username, description: null, ownerId, isDefault: true, createdAt: now, updatedAt: now,
-      })
-      await db.insert(t.teamMembers).values({ teamId: team.id, userId: ownerId, role: 'team_admin', joinedAt: now })
-      return team
+      return create({ ownerId, name: username, description: null, isDefault: true }, now)
+    },
+
+    async find(teamId: string): Promise<TeamWithCount | undefined> {
+      const [row] = await db.select({ team: t.teams, memberCount }).from(t.teams).where(eq(t.teams.id, teamId))
+      return row === undefined ? undefined : { ...row.team, memberCount: row.memberCount }
+    },
+
+    /** The user's teams with their role in each, default team first, then by name. */
+    async forUser(userId: string): Promise<CallerTeam[]> {
+      const rows = await db
+        .select({ team: t.teams, role: t.teamMembers.role, memberCount })
+        .from(t.teamMembers)
+        .innerJoin(t.teams, eq(t.teams.id, t.teamMembers.teamId))
+        .where(eq(t.teamMembers.userId, userId))
+        .orderBy(sql`${t.teams.isDefault} desc`, asc(t.teams.name), asc(t.teams.id))
+      return rows.map((row) => ({ ...row.team, memberCount: row.memberCount, role: row.role }))
+    },
+
+    async defaultOf(userId: string): Promise<CallerTeam | undefined> {
+      const [row] = await db
+        .select({ team: t.teams, role: t.teamMembers.role, memberCount })
+        .from(t.teams)
+        .innerJoin(t.teamMembers, and(eq(t.teamMembers.teamId, t.teams.id), eq(t.teamMembers.userId, userId)))
+        .where(and(eq(t.teams.ownerId, userId), eq(t.teams.isDefault, true)))
+      return row === undefined ? undefined : { ...row.team, memberCount: row.memberCount, role: row.role }
+    },
+
+    async update(teamId: string, patch: { name?: string; description?: string | null }, now: Date): Promise<void> {
+      await db.update(t.teams).set({ ...patch, updatedAt: now }).where(eq(t.teams.id, teamId))
+    },
+
+    async delete(teamId: string): Promise<void> {
+      await db.delete(t.teams).where(eq(t.teams.id, teamId))
+    },
+
+    async setOwner(teamId: string, ownerId: string, now: Date): Promise<void> {
+      await db.update(t.teams).set({ ownerId, updatedAt: now }).where(eq(t.teams.id, teamId))
+    },
+
+    async countOwnedNonDefault(userId: string): Promise<number> {
+      const [row] = await db.select({ n: count() }).from(t.teams).where(and(eq(t.teams.ownerId, userId), eq(t.teams.isDefault, false)))
+      return row?.n ?? 0
+    },
+
+    async ownedNonDefault(userId: string): Promise<TeamRow[]> {
+      return db.select().from(t.teams).where(and(eq(t.teams.ownerId, userId), eq(t.teams.isDefault, false)))
     },
 
     async roleOf(userId: string, teamId: string): Promise<TeamRole | null> {
@@ -52,6 +132,46 @@ export function teamsRepository(database: Database, executor: Db = database.db) 
     async countMemberships(userId: string): Promise<number> {
       const [row] = await db.select({ n: count() }).from(t.teamMembers).where(eq(t.teamMembers.userId, userId))
       return row?.n ?? 0
+    },
+
+    async members(teamId: string): Promise<MemberView[]> {
+      return db
+        .select({ userId: t.users.id, username: t.users.username, email: t.users.email, role: t.teamMembers.role, joinedAt: t.teamMembers.joinedAt })
+        .from(t.teamMembers)
+        .innerJoin(t.users, eq(t.users.id, t.teamMembers.userId))
+        .where(eq(t.teamMembers.teamId, teamId))
+        .orderBy(asc(t.teamMembers.joinedAt), asc(t.users.id))
+    },
+
+    async countMembers(teamId: string, role?: TeamRole): Promise<number> {
+      const where = role === undefined ? eq(t.teamMembers.teamId, teamId) : and(eq(t.teamMembers.teamId, teamId), eq(t.teamMembers.role, role))
+      const [row] = await db.select({ n: count() }).from(t.teamMembers).where(where)
+      return row?.n ?? 0
+    },
+
+    /** False when the user is a member already (the primary key decides). */
+    async addMember(teamId: string, userId: string, role: TeamRole, now: Date): Promise<boolean> {
+      const rows = await db.insert(t.teamMembers).values({ teamId, userId, role, joinedAt: now }).onConflictDoNothing().returning({ userId: t.teamMembers.userId })
+      return rows.length === 1
+    },
+
+    async setRole(teamId: string, userId: string, role: TeamRole): Promise<void> {
+      await db.update(t.teamMembers).set({ role }).where(and(eq(t.teamMembers.teamId, teamId), eq(t.teamMembers.userId, userId)))
+    },
+
+    async removeMember(teamId: string, userId: string): Promise<void> {
+      await db.delete(t.teamMembers).where(and(eq(t.teamMembers.teamId, teamId), eq(t.teamMembers.userId, userId)))
+    },
+
+    /** Another team_admin of the team (the longest-standing), to inherit it from a leaving owner. */
+    async successor(teamId: string, leavingUserId: string): Promise<string | null> {
+      const [row] = await db
+        .select({ userId: t.teamMembers.userId })
+        .from(t.teamMembers)
+        .where(and(eq(t.teamMembers.teamId, teamId), eq(t.teamMembers.role, 'team_admin'), ne(t.teamMembers.userId, leavingUserId)))
+        .orderBy(asc(t.teamMembers.joinedAt), asc(t.teamMembers.userId))
+        .limit(1)
+      return row?.userId ?? null
     },
 
     async deleteDefaultOf(ownerId: string): Promise<void> {
