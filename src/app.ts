@@ -3,7 +3,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { type FastifyInstance, type FastifyPluginAsync, type FastifyServerOptions } from 'fastify'
 import { authorize } from './auth/authorize.js'
 import { DEFAULT_LIMITS, type AbuseLimits } from './auth/limits.js'
-import { registerRateLimits } from './http/rate-limits.js'
+import { limiters, registerRateLimits } from './http/rate-limits.js'
 import { authRoutes } from './modules/auth/routes.js'
 import { meRoutes } from './modules/users/routes.js'
 import { settingsRoutes } from './modules/settings/routes.js'
@@ -82,7 +82,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   installValidators(app)
   installErrorHandler(app, { bodyLimit: BODY_LIMIT })
   // Before @fastify/swagger: the guard writes each route's `security` that the document shows.
-  installRouteGuard(app, { limits: config.rateLimitEnabled ? limits : null })
+  installRouteGuard(app, { limiter: config.rateLimitEnabled ? limiters(app, limits) : null })
   // JSON only (SPEC §2.2); the OAuth endpoints add form bodies in their own context.
   app.removeContentTypeParser('text/plain')
 

@@ -1,12 +1,14 @@
 import rateLimit from '@fastify/rate-limit'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, onRequestHookHandler } from 'fastify'
+import type { AbuseLimits } from '../auth/limits.js'
 import { Redis } from 'ioredis'
 import type { Config } from '../config.js'
 import { AppError } from './errors.js'
 
 /**
- * SPEC §3.5 per-IP limits. Routes name a limit in `config.limit`; the route guard turns it into
- * @fastify/rate-limit's per-route `config.rateLimit` (or nothing when RATE_LIMIT_ENABLED=false).
+ * SPEC §3.5 per-IP limits. Routes name a limit in `config.limit`; every route naming the same
+ * limit shares one counter per IP (login and register draw on one budget), through one limiter
+ * per name that the route guard attaches (none when RATE_LIMIT_ENABLED=false).
  * With REDIS_URL the counters live in Redis and so are shared by every instance (SPEC §9); if
  * Redis cannot be reached, requests are let through rather than refused.
  */
@@ -22,4 +24,20 @@ export async function registerRateLimits(app: FastifyInstance, config: Config, n
     errorResponseBuilder: (_request, context) =>
       new AppError(429, 'RATE_LIMITED', `Too many requests; retry in ${context.after}.`),
   })
+}
+
+export type LimitName = Exclude<keyof AbuseLimits, 'lockout'>
+
+/** One shared onRequest limiter per limit name, made on first use. */
+export function limiters(app: FastifyInstance, limits: AbuseLimits): (name: LimitName) => onRequestHookHandler {
+  const made = new Map<LimitName, onRequestHookHandler>()
+  return (name) => {
+    let limiter = made.get(name)
+    if (limiter === undefined) {
+      const { max, windowMs } = limits[name]
+      limiter = app.rateLimit({ max, timeWindow: windowMs, keyGenerator: (request) => `${name}:${request.ip}` })
+      made.set(name, limiter)
+    }
+    return limiter
+  }
 }

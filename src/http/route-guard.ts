@@ -1,6 +1,6 @@
-import type { FastifyInstance, RouteOptions } from 'fastify'
+import type { FastifyInstance, onRequestHookHandler, RouteOptions } from 'fastify'
+import type { LimitName } from './rate-limits.js'
 import { Type } from 'typebox'
-import type { AbuseLimits } from '../auth/limits.js'
 import { openApiSecurity, type RoutePolicy } from '../auth/policies.js'
 import { ErrorRef } from './envelope.js'
 
@@ -11,7 +11,7 @@ declare module 'fastify' {
     /** Answers while the database is not set up yet (health, db setup, documentation). */
     beforeSetup?: boolean
     /** The per-IP abuse limit this route counts against (SPEC §3.5). */
-    limit?: Exclude<keyof AbuseLimits, 'lockout'>
+    limit?: LimitName
   }
 }
 
@@ -54,16 +54,16 @@ export function setRouteDefaults(instance: FastifyInstance, defaults: RouteDefau
  * route states them by hand. Routes hidden from the document (Swagger UI's assets) are exempt
  * from all but the policy.
  */
-export function installRouteGuard(app: FastifyInstance, { limits }: { limits: AbuseLimits | null }): void {
+export function installRouteGuard(app: FastifyInstance, { limiter }: { limiter: ((name: LimitName) => onRequestHookHandler) | null }): void {
   app.addHook('onRoute', function guard(route) {
     const defaults = (this as unknown as Record<symbol, RouteDefaults | undefined>)[kRouteDefaults]
     route.config = { ...defaults, ...route.config }
     const auth = route.config.auth
     const name = `${route.method} ${route.url}`
     if (auth === undefined) throw new Error(`Route ${name} declares no auth policy (config.auth)`)
-    if (route.config.limit !== undefined && limits !== null) {
-      const { max, windowMs } = limits[route.config.limit]
-      route.config = { ...route.config, rateLimit: { max, timeWindow: windowMs } }
+    if (route.config.limit !== undefined && limiter !== null) {
+      const existing = route.onRequest === undefined ? [] : Array.isArray(route.onRequest) ? route.onRequest : [route.onRequest]
+      route.onRequest = [...existing, limiter(route.config.limit)]
     }
 
     const schema = (route.schema ??= {}) as Record<string, unknown>

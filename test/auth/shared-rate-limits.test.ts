@@ -40,6 +40,22 @@ describe('per-IP limits shared through Redis', () => {
     expect((await attempt(second.app)).statusCode).toBe(401)
   })
 
+  it('login and register draw on one per-IP budget; forgot-password has its own', async () => {
+    const { app } = await ctx.build({ limits: { loginOrRegister: { max: 3, windowMs: 60_000 }, forgotPassword: { max: 1, windowMs: 60_000 } } })
+    const registerAs = (username: string) => app.inject({
+      method: 'POST', url: '/api/auth/email/register', remoteAddress: '10.9.8.7',
+      payload: { username, email: `${username}@example.test`, password: 'long enough password' },
+    })
+    expect((await attempt(app)).statusCode).toBe(401)
+    expect((await attempt(app)).statusCode).toBe(401)
+    expect((await registerAs('first')).statusCode).toBe(201)
+    expect((await registerAs('second')).statusCode).toBe(429)
+    expect((await attempt(app)).statusCode).toBe(429)
+    const forgot = () => app.inject({ method: 'POST', url: '/api/auth/email/forgot-password', remoteAddress: '10.9.8.7', payload: { email: 'first@example.test' } })
+    expect((await forgot()).statusCode).toBe(503)
+    expect((await forgot()).statusCode).toBe(429)
+  })
+
   it('an unreachable Redis lets requests through instead of failing them', async () => {
     const { app } = await ctx.build({ env: { REDIS_URL: 'redis://127.0.0.1:1' }, limits: { loginOrRegister: { max: 2, windowMs: 60_000 } } })
     expect((await attempt(app)).statusCode).toBe(401)
