@@ -6,6 +6,8 @@ import { DEFAULT_LIMITS, type AbuseLimits } from './auth/limits.js'
 import { limiters, registerRateLimits } from './http/rate-limits.js'
 import { authRoutes } from './modules/auth/routes.js'
 import { meRoutes } from './modules/users/routes.js'
+import { teamMemberRoutes } from './modules/teams/members-routes.js'
+import { teamRoutes } from './modules/teams/routes.js'
 import { settingsRoutes } from './modules/settings/routes.js'
 import { adminUserRoutes } from './modules/admin/users-routes.js'
 import { auditRoutes } from './modules/admin/audit-routes.js'
@@ -118,6 +120,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await registerDocumentation(app, lifecycle)
     await app.register(authRoutes)
     await app.register(meRoutes)
+    await app.register(teamRoutes)
+    await app.register(teamMemberRoutes)
     await app.register(settingsRoutes)
     await app.register(adminUserRoutes)
     await app.register(auditRoutes)

@@ -21,6 +21,7 @@ import { EmailFlows } from './modules/auth/email-flows.js'
 import { AccountService } from './modules/auth/service.js'
 import { MailService, type MailLogger } from './modules/mail/service.js'
 import { SettingsService } from './modules/settings/service.js'
+import { TeamService } from './modules/teams/service.js'
 
 /** Everything the routes use, built once when the database is ready and passed in. */
 export interface Services {
@@ -36,6 +37,7 @@ export interface Services {
   accounts: AccountService
   emailFlows: EmailFlows
   administration: UserAdministration
+  teamService: TeamService
   limits: AbuseLimits
   credentials: CredentialVerifiers
   /** Deletes expired sessions and email tokens (SPEC §5); run periodically by the lifecycle. */
@@ -74,12 +76,14 @@ export async function createServices(database: Database, { config, clock, log, l
     database, users, tokens: emailTokens, sessionsRepository: sessionRows,
     passwords, settings, mail, audit, digest, clock, config,
   })
+  const teamService = new TeamService({ database, teams, users, settings, clock })
   const accounts = new AccountService({
     database, users, teams, sessionsRepository: sessionRows, sessions, passwords, settings, audit, emailFlows, limits, clock,
   })
   return {
     database, settings, mail, users, teams, auditEvents, audit, passwords, sessions, accounts, emailFlows, limits,
-    administration: new UserAdministration({ database, users, teams, audit, clock }),
+    administration: new UserAdministration({ database, users, teamService, audit, clock }),
+    teamService,
     async purgeExpired() {
       const now = new Date(clock.now())
       await sessionRows.purgeExpired(now)

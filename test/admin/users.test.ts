@@ -257,8 +257,8 @@ describe.each(DIALECTS)('user administration on %s', (dialect) => {
     // Through the API an admin acting on another admin means two exist; the rule matters when the
     // acting admin has just lost the role (concurrency, below). The service shows it directly.
     it('is neither demoted nor deleted (409 LAST_ADMIN)', async () => {
-      const { database, users, teams, audit } = app.services
-      const administration = new UserAdministration({ database, users, teams, audit, clock })
+      const { database, users, teamService, audit } = app.services
+      const administration = new UserAdministration({ database, users, teamService, audit, clock })
       const someoneElse = { id: user.id, ip: '127.0.0.1' }
       expect(await countAdmins(app)).toBe(1)
       for (const attempt of [

@@ -1,17 +1,17 @@
 import { roleHas, type GlobalRole, type Permission } from '../../auth/permissions.js'
 import { sessionsRepository } from '../../db/repositories/sessions.js'
-import type { TeamsRepository } from '../../db/repositories/teams.js'
 import type { UserFilter, UserRow, UsersRepository } from '../../db/repositories/users.js'
 import type { Database } from '../../db/types.js'
 import { errors } from '../../http/errors.js'
 import type { Clock } from '../../lib/clock.js'
 import type { AuditLog } from '../audit/service.js'
 import { mapUserConflict } from '../auth/service.js'
+import type { TeamService } from '../teams/service.js'
 
 export interface Deps {
   database: Database
   users: UsersRepository
-  teams: TeamsRepository
+  teamService: TeamService
   audit: AuditLog
   clock: Clock
 }
@@ -103,11 +103,12 @@ export class UserAdministration {
 
   /**
    * Deletes the user with their sessions, default team and memberships (the membership rows go
-   * with the user row by ON DELETE CASCADE, email tokens likewise), in one transaction.
+   * with the user row by ON DELETE CASCADE, email tokens likewise), in one transaction. Teams
+   * the user owned pass to another team_admin, or are deleted when none is left.
    */
   async remove(id: string, actor: Actor): Promise<void> {
     if (id === actor.id) throw errors.conflict('CANNOT_DELETE_SELF', 'You cannot delete your own account here.')
-    const { database, users, teams, audit } = this.deps
+    const { database, users, teamService, audit } = this.deps
     await database.transaction(async (tx) => {
       const txUsers = users.with(tx)
       await txUsers.lockAdmins()
@@ -116,7 +117,7 @@ export class UserAdministration {
       if (user.roleId === 'global_admin' && (await txUsers.countAdmins()) <= 1) throw lastAdmin()
       await this.assertStillPermitted(txUsers, actor, 'users.delete')
       await sessionsRepository(database, tx).deleteForUser(id)
-      await teams.with(tx).deleteDefaultOf(id)
+      await teamService.handOverOwnedTeams(id, tx)
       await txUsers.delete(id)
       await audit.record('user.deleted', { actorId: actor.id, ip: actor.ip, target: id, details: { username: user.username, role_id: user.roleId } }, tx)
     })

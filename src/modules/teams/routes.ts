@@ -1,0 +1,79 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { policy } from '../../auth/policies.js'
+import { teamActor } from './actor.js'
+import { CreateTeamBody, Done, TeamEnvelope, TeamParams, TeamsEnvelope, UpdateTeamBody } from './schemas.js'
+import { teamView } from './view.js'
+
+const tags = ['Teams']
+const teamsRead = policy.dual('teams:read')
+
+/** SPEC §4.7: teams. Membership and permissions come from the route policy (`:id`). */
+export const teamRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const teams = () => app.services.teamService
+
+  app.get('/api/teams/me/default', {
+    config: { auth: teamsRead },
+    schema: { tags, summary: "The caller's default team", response: { 200: TeamEnvelope } },
+  }, async (request) => {
+    const actor = teamActor(request)
+    return { success: true as const, data: { team: teamView(await teams().defaultOf(actor.userId), actor.userId) } }
+  })
+
+  const listMine = {
+    config: { auth: teamsRead },
+    schema: { tags, summary: "The caller's teams, with their role in each (default team first)", response: { 200: TeamsEnvelope } },
+  }
+  const mine = async (request: Parameters<typeof teamActor>[0]) => {
+    const actor = teamActor(request)
+    const list = await teams().forUser(actor.userId)
+    return { success: true as const, data: { teams: list.map((team) => teamView(team, actor.userId)) } }
+  }
+  app.get('/api/teams/me', listMine, mine)
+  app.get('/api/users/me/teams', { ...listMine, schema: { ...listMine.schema, tags: ['Users', 'Teams'] } }, mine)
+
+  app.post('/api/teams', {
+    config: { auth: policy.session({ permission: 'teams.create' }) },
+    schema: {
+      tags, summary: 'Create a team',
+      description: 'The caller becomes its owner and team_admin. 409 TEAM_LIMIT_REACHED beyond `team.creation_limit` non-default teams. The slug comes from the name, made unique with -2, -3…, and never changes.',
+      body: CreateTeamBody, response: { 201: TeamEnvelope },
+    },
+  }, async (request, reply) => {
+    const actor = teamActor(request)
+    const team = await teams().create(actor, request.body)
+    return reply.code(201).send({ success: true as const, message: 'Team created.', data: { team: teamView(team, actor.userId) } })
+  })
+
+  app.get('/api/teams/:id', {
+    config: { auth: policy.dual('teams:read', { teamPermission: 'team.view' }) },
+    schema: { tags, summary: 'A team the caller belongs to (404 for non-members)', params: TeamParams, response: { 200: TeamEnvelope } },
+  }, async (request) => {
+    const actor = teamActor(request)
+    return { success: true as const, data: { team: teamView(await teams().get(request.params.id, actor), actor.userId) } }
+  })
+
+  app.put('/api/teams/:id', {
+    config: { auth: policy.session({ teamPermission: 'team.edit' }) },
+    schema: {
+      tags, summary: 'Rename a team or change its description',
+      description: 'A default team keeps its name (409 DEFAULT_TEAM); the slug never changes.',
+      params: TeamParams, body: UpdateTeamBody, response: { 200: TeamEnvelope },
+    },
+  }, async (request) => {
+    const actor = teamActor(request)
+    const team = await teams().update(request.params.id, request.body, actor)
+    return { success: true as const, message: 'Team updated.', data: { team: teamView(team, actor.userId) } }
+  })
+
+  app.delete('/api/teams/:id', {
+    config: { auth: policy.session({ teamPermission: 'team.delete' }) },
+    schema: {
+      tags, summary: 'Delete a team (its owner or a global admin)',
+      description: 'Not a default team (409 DEFAULT_TEAM). A team_admin who is not the owner gets 403.',
+      params: TeamParams, response: { 200: Done },
+    },
+  }, async (request) => {
+    await teams().delete(request.params.id, teamActor(request))
+    return { success: true as const, message: 'Team deleted.' }
+  })
+}
