@@ -55,6 +55,7 @@ export class AccountService {
     }
     const email = input.email.toLowerCase()
     const verificationRequired = await emailFlows.verificationRequired()
+    const loginEnabled = await settings.get('global.enable_login')
     // Hashing happens before the transaction: the lock below is held for milliseconds only.
     const passwordHash = await passwords.hash(input.password)
     const now = new Date(clock.now())
@@ -81,7 +82,9 @@ export class AccountService {
       })
       await teams.with(tx).createDefault(user.id, user.username, now)
       const pending = verificationRequired && !user.emailVerified
-      const session = pending ? null : await sessions.create(user.id, sessionsRepository.with(tx))
+      // With login switched off a non-admin's session would be refused anyway (SPEC §3.4).
+      const signIn = !pending && (loginEnabled || user.roleId === 'global_admin')
+      const session = signIn ? await sessions.create(user.id, sessionsRepository.with(tx)) : null
       await audit.record('user.registered', { actorId: user.id, ip: context.ip, target: user.id, details: { role_id: user.roleId } }, tx)
       return { user, session, pending }
     }).catch((error: unknown) => {
