@@ -10,6 +10,8 @@ const DB_UNAVAILABLE_CODES = new Set([
   '57P01', '57P02', '57P03', '08000', '08001', '08003', '08006', 'SQLITE_BUSY',
 ])
 const UNIQUE_VIOLATION_CODES = new Set(['23505', 'SQLITE_CONSTRAINT_UNIQUE', 'SQLITE_CONSTRAINT_PRIMARYKEY'])
+/** A write that refers to a row deleted meanwhile (a concurrent delete), not a server fault. */
+const FOREIGN_KEY_CODES = new Set(['23503', 'SQLITE_CONSTRAINT_FOREIGNKEY'])
 
 /** SPEC §2.3: every thrown error becomes one envelope here, and only here. */
 export function installErrorHandler(app: FastifyInstance, { bodyLimit }: { bodyLimit: number }): void {
@@ -41,6 +43,7 @@ function toAppError(error: FastifyError, bodyLimit: number): AppError {
   const cause = databaseCause(error)
   if (cause !== null && DB_UNAVAILABLE_CODES.has(cause)) return errors.databaseUnavailable()
   if (cause !== null && UNIQUE_VIOLATION_CODES.has(cause)) return errors.conflict('CONFLICT', 'This conflicts with an existing record.')
+  if (cause !== null && FOREIGN_KEY_CODES.has(cause)) return errors.conflict('CONFLICT', 'This refers to something that no longer exists.')
 
   // Fastify's own client errors (bad content length, malformed URL, …) keep their status.
   if (typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500) {
@@ -53,7 +56,7 @@ function toAppError(error: FastifyError, bodyLimit: number): AppError {
 function databaseCause(error: unknown): string | null {
   for (let current = error, depth = 0; current instanceof Error && depth < 4; current = current.cause, depth++) {
     const code = (current as { code?: unknown }).code
-    if (typeof code === 'string' && (DB_UNAVAILABLE_CODES.has(code) || UNIQUE_VIOLATION_CODES.has(code))) return code
+    if (typeof code === 'string' && (DB_UNAVAILABLE_CODES.has(code) || UNIQUE_VIOLATION_CODES.has(code) || FOREIGN_KEY_CODES.has(code))) return code
   }
   return null
 }

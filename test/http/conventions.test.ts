@@ -51,6 +51,13 @@ const conventionRoutes: FastifyPluginAsync = async (app) => {
     return { success: true as const, data: null }
   })
 
+  app.post('/api/test/orphan', { config: open, schema: { tags: ['Test'], summary: 'orphan', response: { 200: Echo } } }, async () => {
+    const { db, t } = app.services.database
+    const now = new Date()
+    await db.insert(t.sessions).values({ id: 'orphan', digest: 'orphan-digest', userId: 'no-such-user', expiresAt: now, createdAt: now })
+    return { success: true as const, data: null }
+  })
+
   app.post('/api/test/log-secrets', { config: open, schema: { tags: ['Test'], summary: 'log', response: { 200: Echo } } }, async (request) => {
     request.log.info({ login: { password: 'pw-secret-0', token: 'tok-secret-1' } }, 'handling a login')
     return { success: true as const, data: null }
@@ -203,6 +210,12 @@ describe.each(DIALECTS)('HTTP conventions on %s', (dialect) => {
 
   it('a unique-index violation is a 409 CONFLICT, not a 500', async () => {
     const response = await subject.app.inject({ method: 'POST', url: '/api/test/duplicate' })
+    expect(response.statusCode).toBe(409)
+    expect(response.json()).toMatchObject({ success: false, code: 'CONFLICT' })
+  })
+
+  it('a write referring to a row that no longer exists is a 409 CONFLICT, not a 500', async () => {
+    const response = await subject.app.inject({ method: 'POST', url: '/api/test/orphan' })
     expect(response.statusCode).toBe(409)
     expect(response.json()).toMatchObject({ success: false, code: 'CONFLICT' })
   })

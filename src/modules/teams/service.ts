@@ -82,6 +82,9 @@ export class TeamService {
     if (user === undefined) throw errors.notFound('User')
     await this.inTeam(teamId, async (txTeams, team) => {
       if (team.isDefault) throw defaultTeam('given other members')
+      if ((await txTeams.roleOf(user.id, teamId)) !== null) {
+        throw errors.conflict('ALREADY_MEMBER', 'This user is already a member of the team.')
+      }
       if ((await txTeams.countMembers(teamId)) >= limit) {
         throw errors.conflict('MEMBER_LIMIT_REACHED', `A team may have at most ${limit} members.`)
       }
@@ -139,8 +142,12 @@ export class TeamService {
    */
   async handOverOwnedTeams(userId: string, tx: Db): Promise<void> {
     const txTeams = this.deps.teams.with(tx)
+    // No team can be created for, or handed to, the user meanwhile.
+    await txTeams.lockOwner(userId)
     for (const team of await txTeams.ownedNonDefault(userId)) {
       await txTeams.lock(team.id)
+      // Re-read under the lock: a concurrent transfer may have handed it to someone else.
+      if ((await txTeams.find(team.id))?.ownerId !== userId) continue
       const successor = await txTeams.successor(team.id, userId)
       if (successor === null) await txTeams.delete(team.id)
       else await txTeams.setOwner(team.id, successor, this.now())
@@ -171,5 +178,5 @@ export class TeamService {
 }
 
 function onlyOwner(): AppError {
-  return new AppError(403, 'FORBIDDEN', 'Only the owner or a global admin may do this.', { required_permission: 'team.owner' })
+  return new AppError(403, 'FORBIDDEN', 'Only the owner or a global admin may do this.', { required_role: 'owner' })
 }
