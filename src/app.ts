@@ -5,6 +5,7 @@ import { authorize } from './auth/authorize.js'
 import { DEFAULT_LIMITS, type AbuseLimits } from './auth/limits.js'
 import { limiters, registerRateLimits } from './http/rate-limits.js'
 import { authRoutes } from './modules/auth/routes.js'
+import { providerLoginRoutes } from './modules/provider-login/routes.js'
 import { meRoutes } from './modules/users/routes.js'
 import { teamMemberRoutes } from './modules/teams/members-routes.js'
 import { teamRoutes } from './modules/teams/routes.js'
@@ -119,6 +120,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await app.register(mailRoutes)
     await registerDocumentation(app, lifecycle)
     await app.register(authRoutes)
+    await app.register(providerLoginRoutes)
     await app.register(meRoutes)
     await app.register(teamRoutes)
     await app.register(teamMemberRoutes)

@@ -22,6 +22,8 @@ import { AccountService } from './modules/auth/service.js'
 import { MailService, type MailLogger } from './modules/mail/service.js'
 import { SettingsService } from './modules/settings/service.js'
 import { TeamService } from './modules/teams/service.js'
+import { ProviderClient } from './modules/provider-login/client.js'
+import { ProviderLogin } from './modules/provider-login/service.js'
 
 /** Everything the routes use, built once when the database is ready and passed in. */
 export interface Services {
@@ -38,6 +40,7 @@ export interface Services {
   emailFlows: EmailFlows
   administration: UserAdministration
   teamService: TeamService
+  providerLogin: ProviderLogin
   limits: AbuseLimits
   credentials: CredentialVerifiers
   /** Deletes expired sessions and email tokens (SPEC §5); run periodically by the lifecycle. */
@@ -84,6 +87,10 @@ export async function createServices(database: Database, { config, clock, log, l
     database, settings, mail, users, teams, auditEvents, audit, passwords, sessions, accounts, emailFlows, limits,
     administration: new UserAdministration({ database, users, teamService, audit, clock }),
     teamService,
+    providerLogin: new ProviderLogin({
+      database, client: new ProviderClient(config.providerOauthUrl, config.providerApiUrl), users, teams,
+      sessions, settings, audit, clock, config,
+    }),
     async purgeExpired() {
       const now = new Date(clock.now())
       await sessionRows.purgeExpired(now)

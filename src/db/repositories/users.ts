@@ -64,6 +64,11 @@ export function usersRepository(database: Database, executor: Db = database.db) 
       return row
     },
 
+    async findByProviderId(providerUserId: string): Promise<UserRow | undefined> {
+      const [row] = await db.select().from(t.users).where(eq(t.users.providerUserId, providerUserId))
+      return row
+    },
+
     /** By email (when `login` holds an @; usernames cannot) or by username, case-insensitively. */
     async findByLogin(login: string): Promise<UserRow | undefined> {
       const value = login.toLowerCase()

@@ -1,0 +1,73 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyReply } from 'fastify'
+import { Type } from 'typebox'
+import { policy } from '../../auth/policies.js'
+import { Ok } from '../../http/envelope.js'
+
+const tags = ['Provider login']
+const STATE_COOKIE = 'provider_oauth_state'
+const STATE_PATH = '/api/auth/provider'
+/** SPEC §4.6: the state lives 10 minutes. */
+const STATE_MAX_AGE_S = 600
+
+const Redirect = Type.Null({ description: '302 with a Location header' })
+
+/** SPEC §4.6: sign-in with the identity provider. */
+export const providerLoginRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const provider = () => app.services.providerLogin
+  const cookie = () => app.services.sessions.cookie
+  const clearState = (reply: FastifyReply) => reply.setCookie(STATE_COOKIE, '', { ...cookie(), path: STATE_PATH, maxAge: 0 })
+
+  app.get('/api/auth/provider/status', {
+    config: { auth: policy.public() },
+    schema: {
+      tags, summary: 'Whether provider sign-in is enabled and configured',
+      response: { 200: Ok(Type.Object({ enabled: Type.Boolean(), configured: Type.Boolean({ description: 'A client id and secret are set.' }) })) },
+    },
+  }, async () => ({ success: true as const, data: await provider().status() }))
+
+  app.get('/api/auth/provider/login', {
+    config: { auth: policy.public(), limit: 'loginOrRegister' },
+    schema: {
+      tags, summary: 'Start provider sign-in (redirects to the identity provider)',
+      description: '403 LOGIN_DISABLED or PROVIDER_OAUTH_DISABLED. `return_to` is kept only when it is a path on this service or a URL on `global.page_url`\'s origin.',
+      querystring: Type.Object({ return_to: Type.Optional(Type.String({ maxLength: 2048 })) }, { additionalProperties: false }),
+      response: { 302: Redirect },
+    },
+  }, async (request, reply) => {
+    const { url, state, returnTo } = await provider().start(request.query.return_to)
+    const value = returnTo === null ? state : `${state}.${Buffer.from(returnTo).toString('base64url')}`
+    reply.setCookie(STATE_COOKIE, value, { ...cookie(), path: STATE_PATH, maxAge: STATE_MAX_AGE_S })
+    return reply.redirect(url, 302)
+  })
+
+  app.get('/api/auth/provider/callback', {
+    config: { auth: policy.public(), limit: 'loginOrRegister' },
+    schema: {
+      tags, summary: 'The identity provider returns here',
+      description: '400 PROVIDER_STATE_MISMATCH, 400 PROVIDER_EMAIL_NOT_AVAILABLE, 403 FIRST_USER_REQUIRES_EMAIL, 400/502 PROVIDER_OAUTH_FAILED. Success: session cookie and 302 to `return_to` or `global.page_url`.',
+      querystring: Type.Object({
+        code: Type.Optional(Type.String({ maxLength: 512 })),
+        state: Type.Optional(Type.String({ maxLength: 512 })),
+        error: Type.Optional(Type.String({ maxLength: 256 })),
+        error_description: Type.Optional(Type.String({ maxLength: 1024 })),
+        error_uri: Type.Optional(Type.String({ maxLength: 2048 })),
+      }, { additionalProperties: false }),
+      response: { 302: Redirect },
+    },
+  }, async (request, reply) => {
+    const [expectedState, encodedReturn] = (request.cookies[STATE_COOKIE] ?? '').split('.')
+    // Single use: whatever happens next, this state is spent.
+    clearState(reply)
+    const { user, session } = await provider().complete({
+      code: request.query.error === undefined ? request.query.code : undefined,
+      state: request.query.state,
+      expectedState,
+      ip: request.ip,
+    })
+    app.services.sessions.setCookie(reply, session.id, session.expiresAt)
+    const returnTo = encodedReturn ? await provider().safeReturnTo(Buffer.from(encodedReturn, 'base64url').toString()) : null
+    request.log.info({ user_id: user.id }, 'provider sign-in')
+    return reply.redirect(await provider().landing(returnTo), 302)
+  })
+}

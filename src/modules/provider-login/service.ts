@@ -1,0 +1,142 @@
+import { timingSafeEqual } from 'node:crypto'
+import type { Config } from '../../config.js'
+import { newId } from '../../db/ids.js'
+import type { TeamsRepository } from '../../db/repositories/teams.js'
+import type { UserRow, UsersRepository } from '../../db/repositories/users.js'
+import type { Database } from '../../db/types.js'
+import { AppError } from '../../http/errors.js'
+import type { Clock } from '../../lib/clock.js'
+import { randomToken } from '../../lib/tokens.js'
+import type { AuditLog } from '../audit/service.js'
+import { loginDisabled } from '../auth/service.js'
+import type { SettingsService } from '../settings/service.js'
+import type { SessionService } from '../../auth/sessions.js'
+import { emailNotAvailable, type ProviderClient, type ProviderCredentials, type ProviderIdentity } from './client.js'
+import { usernameCandidates } from './usernames.js'
+
+const disabled = () => new AppError(403, 'PROVIDER_OAUTH_DISABLED', 'Sign-in with the identity provider is not enabled.')
+const stateMismatch = () => new AppError(400, 'PROVIDER_STATE_MISMATCH', 'The sign-in request could not be matched; start again.')
+
+export interface Deps {
+  database: Database
+  client: ProviderClient
+  users: UsersRepository
+  teams: TeamsRepository
+  sessions: SessionService
+  settings: SettingsService
+  audit: AuditLog
+  clock: Clock
+  config: Config
+}
+
+/** SPEC §4.6: sign-in with a GitHub-compatible identity provider, with account linking. */
+export class ProviderLogin {
+  constructor(private readonly deps: Deps) {}
+
+  async status(): Promise<{ enabled: boolean; configured: boolean }> {
+    const { settings } = this.deps
+    const configured = (await settings.get('provider.oauth.client_id')) !== '' && (await settings.get('provider.oauth.client_secret')) !== ''
+    return { enabled: await settings.get('provider.oauth.enabled'), configured }
+  }
+
+  /** The authorize URL, and the state (≥128 bits) the caller keeps in a short-lived cookie. */
+  async start(returnTo: string | undefined): Promise<{ url: string; state: string; returnTo: string | null }> {
+    const credentials = await this.credentials()
+    const state = randomToken()
+    return { url: this.deps.client.authorizeUrl(credentials, state), state, returnTo: await this.safeReturnTo(returnTo) }
+  }
+
+  /**
+   * Checks the state against the cookie's (single use: the caller clears the cookie), reads the
+   * identity with the code, and resolves it to a user: by provider id, else by email (linking),
+   * else a new global_user. Returns the user and a new session.
+   */
+  async complete(input: { code: string | undefined; state: string | undefined; expectedState: string | undefined; ip: string }) {
+    if (!input.state || !input.expectedState || !sameString(input.state, input.expectedState)) throw stateMismatch()
+    const credentials = await this.credentials()
+    if (!input.code) throw stateMismatch()
+    const identity = await this.deps.client.identify(credentials, input.code)
+    if (identity.email === null) throw emailNotAvailable()
+    const { user, created } = await this.resolve(identity, identity.email)
+    const session = await this.deps.sessions.create(user.id)
+    await this.deps.audit.record(created ? 'user.registered' : 'user.login', {
+      actorId: user.id, ip: input.ip, target: user.id, details: { method: 'provider' },
+    })
+    return { user, session }
+  }
+
+  /** A path on this service or a URL on global.page_url's origin; anything else is dropped. */
+  async safeReturnTo(returnTo: string | undefined): Promise<string | null> {
+    if (returnTo === undefined || returnTo === '') return null
+    if (/^\/(?![/\\])/.test(returnTo) && !/[\r\n]/.test(returnTo)) return returnTo
+    const pageUrl = await this.deps.settings.get('global.page_url')
+    try {
+      const target = new URL(returnTo)
+      if ((target.protocol === 'https:' || target.protocol === 'http:') && pageUrl !== '' && target.origin === new URL(pageUrl).origin) return target.toString()
+    } catch {
+      // not a URL
+    }
+    return null
+  }
+
+  async landing(returnTo: string | null): Promise<string> {
+    if (returnTo !== null) return returnTo
+    const pageUrl = (await this.deps.settings.get('global.page_url')).replace(/\/+$/, '')
+    return pageUrl === '' ? `${this.deps.config.publicUrl}/` : `${pageUrl}/`
+  }
+
+  private async credentials(): Promise<ProviderCredentials> {
+    const { settings } = this.deps
+    if (!(await settings.get('global.enable_login'))) throw loginDisabled()
+    const { enabled, configured } = await this.status()
+    if (!enabled || !configured) throw disabled()
+    return {
+      clientId: await settings.get('provider.oauth.client_id'),
+      clientSecret: await settings.get('provider.oauth.client_secret'),
+      callbackUrl: await settings.get('provider.oauth.callback_url'),
+      scope: await settings.get('provider.oauth.scope'),
+    }
+  }
+
+  /**
+   * Under the registration lock, so concurrent first sign-ins of one provider account make one
+   * user, and "is there any user yet?" cannot race with an email registration.
+   */
+  private async resolve(identity: ProviderIdentity, email: string): Promise<{ user: UserRow; created: boolean }> {
+    const { database, users, teams, clock } = this.deps
+    return database.transaction(async (tx) => {
+      const txUsers = users.with(tx)
+      await txUsers.lockRegistrations()
+      const now = new Date(clock.now())
+      const linked = await txUsers.findByProviderId(identity.id)
+      if (linked !== undefined) return { user: linked, created: false }
+      const sameEmail = await txUsers.findByLogin(email)
+      if (sameEmail !== undefined) {
+        // Provider emails count as verified (the brief's rule 6); both methods work afterwards.
+        const user = await txUsers.update(sameEmail.id, { providerUserId: identity.id, emailVerified: true, updatedAt: now })
+        return { user: user!, created: false }
+      }
+      if (!(await txUsers.any())) {
+        throw new AppError(403, 'FIRST_USER_REQUIRES_EMAIL', 'The first user must register with email and password.')
+      }
+      const [firstName, ...rest] = (identity.name ?? '').trim().split(/\s+/)
+      for (const username of usernameCandidates(identity.login)) {
+        if ((await txUsers.taken('', username)).username) continue
+        const user = await txUsers.insert({
+          id: newId(), username, email, passwordHash: null,
+          firstName: firstName ? firstName.slice(0, 100) : null, lastName: rest.length > 0 ? rest.join(' ').slice(0, 100) : null,
+          roleId: 'global_user', emailVerified: true, providerUserId: identity.id, createdAt: now, updatedAt: now,
+        })
+        await teams.with(tx).createDefault(user.id, user.username, now)
+        return { user, created: true }
+      }
+      throw new Error('no free username')
+    })
+  }
+}
+
+function sameString(a: string, b: string): boolean {
+  const left = Buffer.from(a)
+  const right = Buffer.from(b)
+  return left.length === right.length && timingSafeEqual(left, right)
+}
