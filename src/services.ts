@@ -6,6 +6,7 @@ import { SessionService } from './auth/sessions.js'
 import type { Config } from './config.js'
 import { auditRepository, type AuditRepository } from './db/repositories/audit.js'
 import { emailTokensRepository } from './db/repositories/email-tokens.js'
+import { providerStatesRepository } from './db/repositories/provider-states.js'
 import { sessionsRepository } from './db/repositories/sessions.js'
 import { settingsRepository } from './db/repositories/settings.js'
 import { teamsRepository, type TeamsRepository } from './db/repositories/teams.js'
@@ -70,6 +71,7 @@ export async function createServices(database: Database, { config, clock, log, l
   const teams = teamsRepository(database)
   const sessionRows = sessionsRepository(database)
   const emailTokens = emailTokensRepository(database)
+  const providerStates = providerStatesRepository(database)
   const auditEvents = auditRepository(database)
   const audit = new AuditLog(auditEvents, clock)
   const passwords = createPasswords()
@@ -89,12 +91,14 @@ export async function createServices(database: Database, { config, clock, log, l
     teamService,
     providerLogin: new ProviderLogin({
       database, client: new ProviderClient(config.providerOauthUrl, config.providerApiUrl), users, teams,
+      states: providerStates, digest,
       sessions, settings, audit, clock, config,
     }),
     async purgeExpired() {
       const now = new Date(clock.now())
       await sessionRows.purgeExpired(now)
       await emailTokens.purgeExpired(now)
+      await providerStates.purgeExpired(now)
     },
     credentials: {
       ...noCredentials,

@@ -35,9 +35,8 @@ export const providerLoginRoutes: FastifyPluginAsyncTypebox = async (app) => {
       response: { 302: Redirect },
     },
   }, async (request, reply) => {
-    const { url, state, returnTo } = await provider().start(request.query.return_to)
-    const value = returnTo === null ? state : `${state}.${Buffer.from(returnTo).toString('base64url')}`
-    reply.setCookie(STATE_COOKIE, value, { ...cookie(), path: STATE_PATH, maxAge: STATE_MAX_AGE_S })
+    const { url, state } = await provider().start(request.query.return_to)
+    reply.setCookie(STATE_COOKIE, state, { ...cookie(), path: STATE_PATH, maxAge: STATE_MAX_AGE_S })
     return reply.redirect(url, 302)
   })
 
@@ -56,17 +55,16 @@ export const providerLoginRoutes: FastifyPluginAsyncTypebox = async (app) => {
       response: { 302: Redirect },
     },
   }, async (request, reply) => {
-    const [expectedState, encodedReturn] = (request.cookies[STATE_COOKIE] ?? '').split('.')
-    // Single use: whatever happens next, this state is spent.
+    // Single use: whatever happens next, this state is spent (here and in the database).
     clearState(reply)
-    const { user, session } = await provider().complete({
-      code: request.query.error === undefined ? request.query.code : undefined,
+    const { user, session, returnTo } = await provider().complete({
+      code: request.query.code,
       state: request.query.state,
-      expectedState,
+      expectedState: request.cookies[STATE_COOKIE],
+      providerError: request.query.error,
       ip: request.ip,
     })
     app.services.sessions.setCookie(reply, session.id, session.expiresAt)
-    const returnTo = encodedReturn ? await provider().safeReturnTo(Buffer.from(encodedReturn, 'base64url').toString()) : null
     request.log.info({ user_id: user.id }, 'provider sign-in')
     return reply.redirect(await provider().landing(returnTo), 302)
   })

@@ -4,15 +4,19 @@ import { newId } from '../../db/ids.js'
 import type { TeamsRepository } from '../../db/repositories/teams.js'
 import type { UserRow, UsersRepository } from '../../db/repositories/users.js'
 import type { Database } from '../../db/types.js'
-import { AppError } from '../../http/errors.js'
+import { AppError, errors } from '../../http/errors.js'
 import type { Clock } from '../../lib/clock.js'
-import { randomToken } from '../../lib/tokens.js'
+import { randomToken, type Digester } from '../../lib/tokens.js'
+import type { ProviderStatesRepository } from '../../db/repositories/provider-states.js'
 import type { AuditLog } from '../audit/service.js'
 import { loginDisabled } from '../auth/service.js'
 import type { SettingsService } from '../settings/service.js'
 import type { SessionService } from '../../auth/sessions.js'
-import { emailNotAvailable, type ProviderClient, type ProviderCredentials, type ProviderIdentity } from './client.js'
+import { emailNotAvailable, providerFailed, type ProviderClient, type ProviderCredentials, type ProviderIdentity } from './client.js'
 import { usernameCandidates } from './usernames.js'
+
+/** SPEC §4.6: a sign-in must come back within 10 minutes. */
+export const STATE_LIFETIME_MS = 10 * 60 * 1000
 
 const disabled = () => new AppError(403, 'PROVIDER_OAUTH_DISABLED', 'Sign-in with the identity provider is not enabled.')
 const stateMismatch = () => new AppError(400, 'PROVIDER_STATE_MISMATCH', 'The sign-in request could not be matched; start again.')
@@ -20,6 +24,8 @@ const stateMismatch = () => new AppError(400, 'PROVIDER_STATE_MISMATCH', 'The si
 export interface Deps {
   database: Database
   client: ProviderClient
+  states: ProviderStatesRepository
+  digest: Digester
   users: UsersRepository
   teams: TeamsRepository
   sessions: SessionService
@@ -39,11 +45,19 @@ export class ProviderLogin {
     return { enabled: await settings.get('provider.oauth.enabled'), configured }
   }
 
-  /** The authorize URL, and the state (≥128 bits) the caller keeps in a short-lived cookie. */
-  async start(returnTo: string | undefined): Promise<{ url: string; state: string; returnTo: string | null }> {
+  /**
+   * The authorize URL, and the state (256 bits) that the browser keeps in a short-lived cookie
+   * and the database keeps (as a digest, with the checked return_to) until the callback uses it.
+   */
+  async start(returnTo: string | undefined): Promise<{ url: string; state: string }> {
     const credentials = await this.credentials()
     const state = randomToken()
-    return { url: this.deps.client.authorizeUrl(credentials, state), state, returnTo: await this.safeReturnTo(returnTo) }
+    const now = this.deps.clock.now()
+    await this.deps.states.insert({
+      id: newId(), digest: this.deps.digest(state), returnTo: await this.safeReturnTo(returnTo),
+      expiresAt: new Date(now + STATE_LIFETIME_MS), createdAt: new Date(now),
+    })
+    return { url: this.deps.client.authorizeUrl(credentials, state), state }
   }
 
   /**
@@ -51,10 +65,13 @@ export class ProviderLogin {
    * identity with the code, and resolves it to a user: by provider id, else by email (linking),
    * else a new global_user. Returns the user and a new session.
    */
-  async complete(input: { code: string | undefined; state: string | undefined; expectedState: string | undefined; ip: string }) {
+  async complete(input: { code: string | undefined; state: string | undefined; expectedState: string | undefined; providerError: string | undefined; ip: string }) {
+    // The state must be the one this browser was given, and one the server still holds.
     if (!input.state || !input.expectedState || !sameString(input.state, input.expectedState)) throw stateMismatch()
+    const pending = await this.deps.states.consume(this.deps.digest(input.state), new Date(this.deps.clock.now()))
+    if (pending === undefined) throw stateMismatch()
     const credentials = await this.credentials()
-    if (!input.code) throw stateMismatch()
+    if (input.providerError !== undefined || !input.code) throw providerFailed(400, input.providerError ?? 'no authorization code')
     const identity = await this.deps.client.identify(credentials, input.code)
     if (identity.email === null) throw emailNotAvailable()
     const { user, created } = await this.resolve(identity, identity.email)
@@ -62,7 +79,7 @@ export class ProviderLogin {
     await this.deps.audit.record(created ? 'user.registered' : 'user.login', {
       actorId: user.id, ip: input.ip, target: user.id, details: { method: 'provider' },
     })
-    return { user, session }
+    return { user, session, returnTo: pending.returnTo }
   }
 
   /** A path on this service or a URL on global.page_url's origin; anything else is dropped. */
@@ -111,6 +128,10 @@ export class ProviderLogin {
       const linked = await txUsers.findByProviderId(identity.id)
       if (linked !== undefined) return { user: linked, created: false }
       const sameEmail = await txUsers.findByLogin(email)
+      if (sameEmail !== undefined && sameEmail.providerUserId !== null) {
+        // Already linked to another provider account: re-linking would lock that one out.
+        throw errors.conflict('PROVIDER_ALREADY_LINKED', 'This email belongs to an account linked to another provider account.')
+      }
       if (sameEmail !== undefined) {
         // Provider emails count as verified (the brief's rule 6); both methods work afterwards.
         const user = await txUsers.update(sameEmail.id, { providerUserId: identity.id, emailVerified: true, updatedAt: now })

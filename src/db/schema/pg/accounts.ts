@@ -77,3 +77,12 @@ export const auditEvents = pgTable('audit_events', {
   details: jsonb('details').$type<Record<string, unknown>>(),
   createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull(),
 }, (t) => [index('audit_events_created_idx').on(t.createdAt), index('audit_events_type_idx').on(t.type, t.createdAt), index('audit_events_actor_idx').on(t.actorId)])
+
+/** Pending provider sign-ins (SPEC §4.6): the state is single use on the server, not only in the browser. */
+export const providerStates = pgTable('provider_states', {
+  id: text('id').primaryKey(),
+  digest: text('digest').notNull(),
+  returnTo: text('return_to'),
+  expiresAt: timestamp('expires_at', { withTimezone: true, mode: 'date' }).notNull(),
+  createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull(),
+}, (t) => [uniqueIndex('provider_states_digest_unique').on(t.digest), index('provider_states_expires_idx').on(t.expiresAt)])
