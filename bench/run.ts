@@ -80,7 +80,8 @@ async function load(url: string, request: Request = {}, connections = CONNECTION
 
 /** Raw Argon2id verifications per second on this machine, CONNECTIONS at a time. */
 async function argon2Throughput(): Promise<number> {
-  const hash = await argon2.hash(PASSWORD, { type: argon2.argon2id })
+  // The service's own parameters (src/auth/passwords.ts).
+  const hash = await argon2.hash(PASSWORD, { type: argon2.argon2id, memoryCost: 19_456, timeCost: 2, parallelism: 1 })
   let done = 0
   const until = performance.now() + SECONDS * 1000
   await Promise.all(Array.from({ length: CONNECTIONS }, async () => {

@@ -11,6 +11,13 @@ export interface Passwords {
   verifyDummy(password: string): Promise<false>
 }
 
+/**
+ * OWASP's recommended Argon2id configuration (19 MiB, 2 passes, 1 lane). The library default
+ * (64 MiB × 4 lanes) made four concurrent logins hold 256 MiB, past the service's memory budget
+ * (SPEC §7: RSS ≤ 200 MB). Hashes carry their parameters, so older hashes still verify.
+ */
+const HASH_OPTIONS = { type: argon2.argon2id, memoryCost: 19_456, timeCost: 2, parallelism: 1 } as const
+
 export function createPasswords(): Passwords {
   let dummy: Promise<string> | null = null
   const verify = async (hash: string, password: string) => {
@@ -21,10 +28,10 @@ export function createPasswords(): Passwords {
     }
   }
   return {
-    hash: (password) => argon2.hash(password, { type: argon2.argon2id }),
+    hash: (password) => argon2.hash(password, HASH_OPTIONS),
     verify,
     async verifyDummy(password) {
-      dummy ??= argon2.hash('not-a-real-password', { type: argon2.argon2id })
+      dummy ??= argon2.hash('not-a-real-password', HASH_OPTIONS)
       await verify(await dummy, password)
       return false
     },

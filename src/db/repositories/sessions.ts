@@ -1,4 +1,4 @@
-import { and, eq, gt, lt, ne } from 'drizzle-orm'
+import { and, eq, gt, lt, ne, sql } from 'drizzle-orm'
 import type { Database, Db } from '../types.js'
 import type { UserRow } from './users.js'
 
@@ -9,6 +9,13 @@ export type SessionsRepository = ReturnType<typeof sessionsRepository>
 export function sessionsRepository(database: Database, executor: Db = database.db) {
   const { t } = database
   const db = executor
+  // Every authenticated request runs this lookup: built once, not per request (SPEC §7).
+  const live = db
+    .select({ session: t.sessions, user: t.users })
+    .from(t.sessions)
+    .innerJoin(t.users, eq(t.users.id, t.sessions.userId))
+    .where(and(eq(t.sessions.digest, sql.placeholder('digest')), gt(t.sessions.expiresAt, sql.placeholder('now'))))
+    .prepare('session_live')
   return {
     with: (tx: Db) => sessionsRepository(database, tx),
 
@@ -18,11 +25,8 @@ export function sessionsRepository(database: Database, executor: Db = database.d
 
     /** One indexed lookup: the live session with this digest and its user. */
     async findLive(digest: string, now: Date): Promise<{ session: SessionRow; user: UserRow } | undefined> {
-      const [row] = await db
-        .select({ session: t.sessions, user: t.users })
-        .from(t.sessions)
-        .innerJoin(t.users, eq(t.users.id, t.sessions.userId))
-        .where(and(eq(t.sessions.digest, digest), gt(t.sessions.expiresAt, now)))
+      // Placeholders bypass column encoding: SQLite stores this timestamp as epoch milliseconds.
+      const [row] = await live.execute({ digest, now: database.dialect === 'sqlite' ? now.getTime() : now })
       return row
     },
 
