@@ -1,12 +1,19 @@
 import type { FastifyRequest } from 'fastify'
 import type { UserRow } from '../db/repositories/users.js'
+import type { UserCaller } from './caller.js'
 import { errors } from '../http/errors.js'
 import type { Services } from '../services.js'
 
-/** The calling user's row: carried by the credential check when it loaded it, else read once. */
-export async function currentUser(request: FastifyRequest, services: Services): Promise<UserRow> {
+/** The caller, who must be a user (every session or dual route guarantees it). */
+export function userCaller(request: FastifyRequest): UserCaller {
   const caller = request.caller
   if (caller === null || caller.kind !== 'user') throw errors.unauthorized()
+  return caller
+}
+
+/** The calling user's row: carried by the credential check when it loaded it, else read once. */
+export async function currentUser(request: FastifyRequest, services: Services): Promise<UserRow> {
+  const caller = userCaller(request)
   const user = caller.user ?? (await services.users.findById(caller.userId))
   if (user === undefined) throw errors.unauthorized()
   return user

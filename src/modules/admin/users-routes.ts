@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
+import { userCaller } from '../../auth/current-user.js'
 import { policy } from '../../auth/policies.js'
 import { OkMessage, paginate } from '../../http/envelope.js'
 import { errors } from '../../http/errors.js'
@@ -9,11 +10,7 @@ import type { Actor } from './service.js'
 
 const tags = ['Admin']
 
-function actorOf(request: FastifyRequest): Actor {
-  const caller = request.caller
-  if (caller?.kind !== 'user') throw errors.unauthorized()
-  return { id: caller.userId, ip: request.ip }
-}
+const actorOf = (request: FastifyRequest): Actor => ({ id: userCaller(request).userId, ip: request.ip })
 
 /** SPEC §4.3: the administration of users by global admins. */
 export const adminUserRoutes: FastifyPluginAsyncTypebox = async (app) => {

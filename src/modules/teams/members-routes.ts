@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyRequest } from 'fastify'
 import { policy } from '../../auth/policies.js'
 import { teamActor } from './actor.js'
 import { AddMemberBody, Done, MemberParams, MembersEnvelope, OwnerBody, RoleBody, TeamEnvelope, TeamParams } from './schemas.js'
@@ -9,15 +10,16 @@ const tags = ['Teams']
 /** SPEC §4.7: membership and ownership. */
 export const teamMemberRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const teams = () => app.services.teamService
+  /** The members as the list answers them (owner marked). */
+  const membersOf = async (request: FastifyRequest, teamId: string) => {
+    const team = await teams().get(teamId, teamActor(request))
+    return (await teams().members(team.id)).map((member) => memberView(member, team.ownerId))
+  }
 
   app.get('/api/teams/:id/members', {
     config: { auth: policy.session({ teamPermission: 'team.members.view' }) },
     schema: { tags, summary: 'The members of a team', params: TeamParams, response: { 200: MembersEnvelope } },
-  }, async (request) => {
-    const team = await teams().get(request.params.id, teamActor(request))
-    const members = await teams().members(team.id)
-    return { success: true as const, data: { members: members.map((member) => memberView(member, team.ownerId)) } }
-  })
+  }, async (request) => ({ success: true as const, data: { members: await membersOf(request, request.params.id) } }))
 
   app.post('/api/teams/:id/members', {
     config: { auth: policy.session({ teamPermission: 'team.members.manage' }) },
@@ -28,9 +30,7 @@ export const teamMemberRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
   }, async (request, reply) => {
     await teams().addMember(request.params.id, request.body.login, request.body.role)
-    const team = await teams().get(request.params.id, teamActor(request))
-    const members = await teams().members(team.id)
-    return reply.code(201).send({ success: true as const, message: 'Member added.', data: { members: members.map((member) => memberView(member, team.ownerId)) } })
+    return reply.code(201).send({ success: true as const, message: 'Member added.', data: { members: await membersOf(request, request.params.id) } })
   })
 
   app.put('/api/teams/:id/members/:userId', {
