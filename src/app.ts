@@ -6,6 +6,7 @@ import { DEFAULT_LIMITS, type AbuseLimits } from './auth/limits.js'
 import { limiters, registerRateLimits } from './http/rate-limits.js'
 import { authRoutes } from './modules/auth/routes.js'
 import { providerLoginRoutes } from './modules/provider-login/routes.js'
+import { oauthRoutes } from './modules/oauth/routes.js'
 import { meRoutes } from './modules/users/routes.js'
 import { teamMemberRoutes } from './modules/teams/members-routes.js'
 import { teamRoutes } from './modules/teams/routes.js'
@@ -121,6 +122,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await registerDocumentation(app, lifecycle)
     await app.register(authRoutes)
     await app.register(providerLoginRoutes)
+    await app.register(oauthRoutes)
     await app.register(meRoutes)
     await app.register(teamRoutes)
     await app.register(teamMemberRoutes)

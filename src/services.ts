@@ -7,6 +7,7 @@ import type { Config } from './config.js'
 import { auditRepository, type AuditRepository } from './db/repositories/audit.js'
 import { emailTokensRepository } from './db/repositories/email-tokens.js'
 import { providerStatesRepository } from './db/repositories/provider-states.js'
+import { oauthRepository } from './db/repositories/oauth.js'
 import { sessionsRepository } from './db/repositories/sessions.js'
 import { settingsRepository } from './db/repositories/settings.js'
 import { teamsRepository, type TeamsRepository } from './db/repositories/teams.js'
@@ -25,6 +26,7 @@ import { SettingsService } from './modules/settings/service.js'
 import { TeamService } from './modules/teams/service.js'
 import { ProviderClient } from './modules/provider-login/client.js'
 import { ProviderLogin } from './modules/provider-login/service.js'
+import { OAuthServer } from './modules/oauth/service.js'
 
 /** Everything the routes use, built once when the database is ready and passed in. */
 export interface Services {
@@ -42,9 +44,10 @@ export interface Services {
   administration: UserAdministration
   teamService: TeamService
   providerLogin: ProviderLogin
+  oauth: OAuthServer
   limits: AbuseLimits
   credentials: CredentialVerifiers
-  /** Deletes expired sessions and email tokens (SPEC §5); run periodically by the lifecycle. */
+  /** Deletes expired sessions, email tokens, OAuth requests, codes and tokens (SPEC §5); run periodically by the lifecycle. */
   purgeExpired(): Promise<void>
 }
 
@@ -72,6 +75,7 @@ export async function createServices(database: Database, { config, clock, log, l
   const sessionRows = sessionsRepository(database)
   const emailTokens = emailTokensRepository(database)
   const providerStates = providerStatesRepository(database)
+  const oauthRows = oauthRepository(database)
   const auditEvents = auditRepository(database)
   const audit = new AuditLog(auditEvents, clock)
   const passwords = createPasswords()
@@ -85,7 +89,12 @@ export async function createServices(database: Database, { config, clock, log, l
   const accounts = new AccountService({
     database, users, teams, sessionsRepository: sessionRows, sessions, passwords, settings, audit, emailFlows, limits, clock,
   })
+  const oauth = new OAuthServer({
+    database, repository: oauthRows, teams, settings, audit, digest,
+    csrfKey: deriveKey(config.encryptionSecret, 'oauth-csrf'), clock, config,
+  })
   return {
+    oauth,
     database, settings, mail, users, teams, auditEvents, audit, passwords, sessions, accounts, emailFlows, limits,
     administration: new UserAdministration({ database, users, teamService, audit, clock }),
     teamService,
@@ -99,10 +108,12 @@ export async function createServices(database: Database, { config, clock, log, l
       await sessionRows.purgeExpired(now)
       await emailTokens.purgeExpired(now)
       await providerStates.purgeExpired(now)
+      await oauthRows.purgeExpired(now)
     },
     credentials: {
       ...noCredentials,
       session: (id) => sessions.verify(id),
+      bearer: (token) => oauth.verifyAccess(token),
       teamRole: (userId, teamId) => teams.roleOf(userId, teamId),
       ...credentials,
     },

@@ -17,12 +17,14 @@ export async function authorize(request: FastifyRequest, reply: FastifyReply, ro
   if (routePolicy.kind === 'public') return null
   const caller = await identify(request, routePolicy, services)
   if (caller.kind !== 'user') return caller
+  // A session on a satellite route is only admitted (orAdminSession) for a global admin.
+  if (routePolicy.kind === 'satellite' && caller.role !== 'global_admin') throw errors.forbidden({ required_permission: 'global_admin' })
   // A session renewed by this request gets its cookie again, with the new lifetime.
   if (caller.via === 'session' && 'renewedUntil' in caller && caller.renewedUntil instanceof Date) {
     services.sessions.setCookie(reply, request.cookies[SESSION_COOKIE]!, caller.renewedUntil)
   }
 
-  if (routePolicy.kind === 'dual' && caller.via === 'bearer' && !caller.scopes?.includes(routePolicy.scope)) {
+  if ((routePolicy.kind === 'dual' || routePolicy.kind === 'bearer') && caller.via === 'bearer' && !caller.scopes?.includes(routePolicy.scope)) {
     throw errors
       .forbidden({ required_scope: routePolicy.scope }, `Forbidden: insufficient_scope, this route needs the scope ${routePolicy.scope}.`)
       .withHeaders({ 'www-authenticate': `Bearer error="insufficient_scope", scope="${routePolicy.scope}"` })
@@ -59,9 +61,17 @@ async function identify(request: FastifyRequest, routePolicy: Exclude<RoutePolic
       if (session.kind === 'session') return (await verify.session(session.id)) ?? fail()
       return fail('Bearer')
     }
+    case 'bearer': {
+      // A session cookie is never accepted on a bearer-only route (SPEC §4.8).
+      if (bearer.kind === 'bearer') return (await verify.bearer(bearer.token)) ?? fail(INVALID_TOKEN)
+      return fail(bearer.kind === 'none' ? 'Bearer' : INVALID_TOKEN)
+    }
     case 'satellite': {
-      if (bearer.kind !== 'satellite_key') return fail('Bearer')
-      return (await verify.satelliteKey(bearer.secret)) ?? fail(INVALID_TOKEN)
+      if (bearer.kind === 'satellite_key') return (await verify.satelliteKey(bearer.secret)) ?? fail(INVALID_TOKEN)
+      if (bearer.kind !== 'none' || routePolicy.orAdminSession !== true) return fail(bearer.kind === 'none' ? 'Bearer' : INVALID_TOKEN)
+      const session = presentedSession(request)
+      if (session.kind === 'session') return (await verify.session(session.id)) ?? fail()
+      return fail('Bearer')
     }
     case 'registration_token': {
       if (bearer.kind !== 'registration_token') return fail('Bearer')

@@ -9,6 +9,8 @@ export interface AbuseLimits {
   forgotPassword: RateLimit
   token: RateLimit
   satelliteRegistration: RateLimit
+  /** RFC 7591 dynamic client registration (SPEC §4.8: rate-limited). */
+  clientRegistration: RateLimit
   /** Per account: failures within the window that lock the account, and for how long. */
   lockout: { maxFailures: number; windowMs: number; lockMs: number }
 }
@@ -20,5 +22,6 @@ export const DEFAULT_LIMITS: AbuseLimits = {
   forgotPassword: { max: 5, windowMs: 15 * MINUTE },
   token: { max: 60, windowMs: MINUTE },
   satelliteRegistration: { max: 10, windowMs: MINUTE },
+  clientRegistration: { max: 10, windowMs: 60 * MINUTE },
   lockout: { maxFailures: 10, windowMs: 15 * MINUTE, lockMs: 15 * MINUTE },
 }

@@ -20,14 +20,18 @@ export type RoutePolicy =
   | { kind: 'public' }
   | ({ kind: 'session' } & Requirements)
   | ({ kind: 'dual'; scope: Scope } & Requirements)
-  | { kind: 'satellite' }
+  /** An OAuth access token only (a session cookie is refused), e.g. /api/oauth2/userinfo. */
+  | { kind: 'bearer'; scope: Scope }
+  /** A satellite API key; `orAdminSession` also admits a global admin's session (introspection). */
+  | { kind: 'satellite'; orAdminSession?: boolean }
   | { kind: 'registration_token' }
 
 export const policy = {
   public: (): RoutePolicy => ({ kind: 'public' }),
   session: (requirements: Requirements = {}): RoutePolicy => ({ kind: 'session', ...requirements }),
   dual: (scope: Scope, requirements: Requirements = {}): RoutePolicy => ({ kind: 'dual', scope, ...requirements }),
-  satellite: (): RoutePolicy => ({ kind: 'satellite' }),
+  bearer: (scope: Scope): RoutePolicy => ({ kind: 'bearer', scope }),
+  satellite: (options: { orAdminSession?: boolean } = {}): RoutePolicy => ({ kind: 'satellite', ...options }),
   registrationToken: (): RoutePolicy => ({ kind: 'registration_token' }),
 }
 
@@ -40,7 +44,10 @@ export function openApiSecurity(routePolicy: RoutePolicy): Array<Record<string, 
       return [{ cookieAuth: [] }]
     case 'dual':
       return [{ cookieAuth: [] }, { bearerAuth: [routePolicy.scope] }]
+    case 'bearer':
+      return [{ bearerAuth: [routePolicy.scope] }]
     case 'satellite':
+      return routePolicy.orAdminSession === true ? [{ bearerAuth: [] }, { cookieAuth: [] }] : [{ bearerAuth: [] }]
     case 'registration_token':
       return [{ bearerAuth: [] }]
   }

@@ -37,12 +37,13 @@ export class SessionService {
   }
 
   /** A new session id (login always issues a new one); only its digest is stored. */
-  async create(userId: string, repository = this.repository): Promise<{ id: string; expiresAt: Date }> {
+  async create(userId: string, repository = this.repository): Promise<{ id: string; rowId: string; expiresAt: Date }> {
     const id = randomToken()
+    const rowId = newId()
     const now = this.clock.now()
     const expiresAt = new Date(now + SESSION_LIFETIME_MS)
-    await repository.insert({ id: newId(), digest: this.digest(id), userId, expiresAt, createdAt: new Date(now) })
-    return { id, expiresAt }
+    await repository.insert({ id: rowId, digest: this.digest(id), userId, expiresAt, createdAt: new Date(now) })
+    return { id, rowId, expiresAt }
   }
 
   async verify(sessionId: string): Promise<SessionCaller | null> {

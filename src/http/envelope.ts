@@ -9,6 +9,7 @@ export const ErrorBody = Type.Object(
     success: Type.Literal(false),
     error: Type.String({ description: 'Human-readable text; match on `code`, never on this.' }),
     code: Type.String({ description: 'Stable machine-readable code (SPEC §2.3).' }),
+    error_description: Type.Optional(Type.String({ description: 'OAuth protocol endpoints only: `error` is then the RFC 6749 error code and this is the text.' })),
     details: Type.Optional(Type.Unknown({ description: 'Per-field problems, or what was required.' })),
   },
   { $id: ERROR_SCHEMA_ID, description: 'Error envelope' },

@@ -17,12 +17,17 @@ const FOREIGN_KEY_CODES = new Set(['23503', 'SQLITE_CONSTRAINT_FOREIGNKEY'])
 export function installErrorHandler(app: FastifyInstance, { bodyLimit }: { bodyLimit: number }): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const appError = toAppError(error, bodyLimit)
+    // OAuth protocol endpoints answer RFC 6749 errors for every failure (SPEC §2.1).
+    const oauth = request.routeOptions.config?.oauthErrors
+    if (oauth !== undefined && appError.oauthError === undefined) appError.oauthError = rfcErrorFor(appError.statusCode, oauth)
     if (appError.statusCode >= 500) request.log.error({ err: error }, 'request failed')
     else request.log.info({ code: appError.code, statusCode: appError.statusCode }, appError.message)
     if (appError.headers) reply.headers(appError.headers)
     return reply.code(appError.statusCode).send({
       success: false,
-      error: appError.message,
+      ...(appError.oauthError === undefined
+        ? { error: appError.message }
+        : { error: appError.oauthError, error_description: appError.message }),
       code: appError.code,
       ...(appError.details === undefined ? {} : { details: appError.details }),
     })
@@ -31,6 +36,21 @@ export function installErrorHandler(app: FastifyInstance, { bodyLimit }: { bodyL
   app.setNotFoundHandler((request) => {
     throw errors.routeNotFound(request.method, request.url)
   })
+}
+
+export interface OAuthErrorStyle {
+  /** The RFC error for a 400 of the request's shape (default invalid_request). */
+  invalid?: string
+  /** The RFC error for a 401 (default invalid_client). */
+  unauthorized?: string
+}
+
+function rfcErrorFor(status: number, style: OAuthErrorStyle): string {
+  if (status >= 500) return status === 503 ? 'temporarily_unavailable' : 'server_error'
+  if (status === 401) return style.unauthorized ?? 'invalid_client'
+  if (status === 403) return 'access_denied'
+  if (status === 429) return 'temporarily_unavailable'
+  return style.invalid ?? 'invalid_request'
 }
 
 function toAppError(error: FastifyError, bodyLimit: number): AppError {

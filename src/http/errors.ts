@@ -17,10 +17,23 @@ export class AppError extends Error {
     this.name = 'AppError'
   }
 
+  /**
+   * The RFC 6749 error code, for the OAuth protocol endpoints (SPEC §2.1): the body then says
+   * `error: <rfc code>, error_description: <text>` next to `code`.
+   */
+  oauthError?: string
+
   withHeaders(headers: Record<string, string>): this {
     this.headers = { ...this.headers, ...headers }
     return this
   }
+}
+
+/** An OAuth 2.0 protocol error (RFC 6749 §5.2 and friends); `code` defaults to its upper case. */
+export function oauthError(statusCode: number, error: string, description: string, code = error.toUpperCase()): AppError {
+  const appError = new AppError(statusCode, code, description)
+  appError.oauthError = error
+  return appError
 }
 
 export interface FieldProblem {

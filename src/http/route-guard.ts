@@ -1,5 +1,6 @@
 import type { FastifyInstance, onRequestHookHandler, RouteOptions } from 'fastify'
 import type { LimitName } from './rate-limits.js'
+import type { OAuthErrorStyle } from './error-handler.js'
 import { Type } from 'typebox'
 import { openApiSecurity, type RoutePolicy } from '../auth/policies.js'
 import { ErrorRef } from './envelope.js'
@@ -12,6 +13,8 @@ declare module 'fastify' {
     beforeSetup?: boolean
     /** The per-IP abuse limit this route counts against (SPEC §3.5). */
     limit?: LimitName
+    /** An OAuth protocol endpoint: every error body is RFC 6749 shaped (SPEC §2.1). */
+    oauthErrors?: OAuthErrorStyle
   }
 }
 

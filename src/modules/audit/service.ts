@@ -8,7 +8,8 @@ export type AuditEventType =
   | 'user.registered' | 'user.login' | 'user.login_failed' | 'user.logout' | 'user.password_changed'
   | 'user.password_reset' | 'user.role_changed' | 'user.deleted' | 'user.updated' | 'user.email_verified'
   | 'settings.updated'
-  | 'oauth.token_issued' | 'oauth.token_revoked' | 'oauth.refresh_reuse_detected'
+  | 'oauth.consent_approved' | 'oauth.token_issued' | 'oauth.token_revoked' | 'oauth.code_reused'
+  | 'oauth.refresh_token_reused' | 'oauth.client_registered'
   | 'satellite.token_created' | 'satellite.registered' | 'plugin.loaded'
 
 export interface AuditEntry {

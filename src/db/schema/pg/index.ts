@@ -1,2 +1,3 @@
 export * from './settings.js'
 export * from './accounts.js'
+export * from './oauth.js'

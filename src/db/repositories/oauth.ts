@@ -1,0 +1,175 @@
+import { and, eq, gt, isNull, lt, notExists, or, sql } from 'drizzle-orm'
+import type { Database, Db } from '../types.js'
+import type { UserRow } from './users.js'
+
+export type OAuthClientRow = Database['t']['oauthClients']['$inferSelect']
+export type OAuthRequestRow = Database['t']['oauthRequests']['$inferSelect']
+export type OAuthConsentRow = Database['t']['oauthConsents']['$inferSelect']
+export type OAuthGrantRow = Database['t']['oauthGrants']['$inferSelect']
+export type OAuthTokenRow = Database['t']['oauthTokens']['$inferSelect']
+
+export type OAuthRepository = ReturnType<typeof oauthRepository>
+
+/** SPEC §4.8 storage: clients, pending requests, consents, grants (codes) and tokens. */
+export function oauthRepository(database: Database, executor: Db = database.db) {
+  const { t } = database
+  const db = executor
+  // Every bearer request runs this lookup: built once (SPEC §7), one unique-index probe.
+  const liveAccess = db
+    .select({ token: t.oauthTokens, user: t.users })
+    .from(t.oauthTokens)
+    .innerJoin(t.users, eq(t.users.id, t.oauthTokens.userId))
+    .where(and(
+      eq(t.oauthTokens.digest, sql.placeholder('digest')),
+      eq(t.oauthTokens.kind, 'access'),
+      eq(t.oauthTokens.revoked, false),
+      gt(t.oauthTokens.expiresAt, sql.placeholder('now')),
+    ))
+    .prepare('oauth_live_access')
+  // Placeholders bypass column encoding: SQLite stores timestamps as epoch milliseconds.
+  const at = (now: Date) => (database.dialect === 'sqlite' ? now.getTime() : now)
+
+  return {
+    with: (tx: Db) => oauthRepository(database, tx),
+
+    async insertClient(client: OAuthClientRow): Promise<void> {
+      await db.insert(t.oauthClients).values(client)
+    },
+
+    async findClient(id: string): Promise<OAuthClientRow | undefined> {
+      const [row] = await db.select().from(t.oauthClients).where(eq(t.oauthClients.id, id))
+      return row
+    },
+
+    async insertRequest(request: OAuthRequestRow): Promise<void> {
+      await db.insert(t.oauthRequests).values(request)
+    },
+
+    async findRequest(id: string, now: Date): Promise<OAuthRequestRow | undefined> {
+      const [row] = await db.select().from(t.oauthRequests).where(and(eq(t.oauthRequests.id, id), gt(t.oauthRequests.expiresAt, now)))
+      return row
+    },
+
+    /** Binds a request to a session unless another session holds it; true when `sessionId` holds it now. */
+    async bindRequest(id: string, sessionId: string): Promise<boolean> {
+      const rows = await db
+        .update(t.oauthRequests)
+        .set({ sessionId })
+        .where(and(eq(t.oauthRequests.id, id), or(isNull(t.oauthRequests.sessionId), eq(t.oauthRequests.sessionId, sessionId))))
+        .returning({ id: t.oauthRequests.id })
+      return rows.length === 1
+    },
+
+    /** A sign-in on the consent page: the request passes to the session just created. */
+    async rebindRequest(id: string, sessionId: string): Promise<void> {
+      await db.update(t.oauthRequests).set({ sessionId }).where(eq(t.oauthRequests.id, id))
+    },
+
+    /** Single use by one conditional delete: of two decisions on one request, one gets the row. */
+    async consumeRequest(id: string, sessionId: string, now: Date): Promise<OAuthRequestRow | undefined> {
+      const [row] = await db
+        .delete(t.oauthRequests)
+        .where(and(eq(t.oauthRequests.id, id), eq(t.oauthRequests.sessionId, sessionId), gt(t.oauthRequests.expiresAt, now)))
+        .returning()
+      return row
+    },
+
+    async findConsent(userId: string, clientId: string): Promise<OAuthConsentRow | undefined> {
+      const [row] = await db.select().from(t.oauthConsents).where(and(eq(t.oauthConsents.userId, userId), eq(t.oauthConsents.clientId, clientId)))
+      return row
+    },
+
+    async rememberConsent(consent: OAuthConsentRow): Promise<void> {
+      await db
+        .insert(t.oauthConsents)
+        .values(consent)
+        .onConflictDoUpdate({
+          target: [t.oauthConsents.userId, t.oauthConsents.clientId],
+          set: { scope: consent.scope, teamId: consent.teamId, updatedAt: consent.updatedAt },
+        })
+    },
+
+    async insertGrant(grant: OAuthGrantRow): Promise<void> {
+      await db.insert(t.oauthGrants).values(grant)
+    },
+
+    async findGrantByCode(codeDigest: string): Promise<OAuthGrantRow | undefined> {
+      const [row] = await db.select().from(t.oauthGrants).where(eq(t.oauthGrants.codeDigest, codeDigest))
+      return row
+    },
+
+    async findGrant(id: string): Promise<OAuthGrantRow | undefined> {
+      const [row] = await db.select().from(t.oauthGrants).where(eq(t.oauthGrants.id, id))
+      return row
+    },
+
+    /** Spends a code by one conditional update: of two concurrent exchanges, one gets `true`. */
+    async consumeCode(grantId: string, now: Date): Promise<boolean> {
+      const rows = await db
+        .update(t.oauthGrants)
+        .set({ codeUsedAt: now })
+        .where(and(eq(t.oauthGrants.id, grantId), isNull(t.oauthGrants.codeUsedAt), isNull(t.oauthGrants.revokedAt), gt(t.oauthGrants.codeExpiresAt, now)))
+        .returning({ id: t.oauthGrants.id })
+      return rows.length === 1
+    },
+
+    /** Ends a grant: it and every token descending from it. */
+    async revokeGrant(grantId: string, now: Date): Promise<void> {
+      await db.update(t.oauthGrants).set({ revokedAt: now }).where(and(eq(t.oauthGrants.id, grantId), isNull(t.oauthGrants.revokedAt)))
+      await db.update(t.oauthTokens).set({ revoked: true }).where(eq(t.oauthTokens.grantId, grantId))
+    },
+
+    async insertTokens(tokens: OAuthTokenRow[]): Promise<void> {
+      await db.insert(t.oauthTokens).values(tokens)
+    },
+
+    /** One indexed lookup: the live access token with this digest and its user. */
+    async findLiveAccess(digest: string, now: Date): Promise<{ token: OAuthTokenRow; user: UserRow } | undefined> {
+      const [row] = await liveAccess.execute({ digest, now: at(now) })
+      return row
+    },
+
+    /** Any token with this digest, live or not, with its user (introspection, revocation, reuse). */
+    async findToken(digest: string): Promise<{ token: OAuthTokenRow; user: UserRow } | undefined> {
+      const [row] = await db
+        .select({ token: t.oauthTokens, user: t.users })
+        .from(t.oauthTokens)
+        .innerJoin(t.users, eq(t.users.id, t.oauthTokens.userId))
+        .where(eq(t.oauthTokens.digest, digest))
+      return row
+    },
+
+    /**
+     * Rotation: spends a live refresh token by one conditional update, so of two concurrent
+     * refreshes with one token exactly one gets the row.
+     */
+    async spendRefresh(digest: string, now: Date): Promise<OAuthTokenRow | undefined> {
+      const [row] = await db
+        .update(t.oauthTokens)
+        .set({ usedAt: now })
+        .where(and(
+          eq(t.oauthTokens.digest, digest),
+          eq(t.oauthTokens.kind, 'refresh'),
+          isNull(t.oauthTokens.usedAt),
+          eq(t.oauthTokens.revoked, false),
+          gt(t.oauthTokens.expiresAt, now),
+        ))
+        .returning()
+      return row
+    },
+
+    async revokeToken(id: string): Promise<void> {
+      await db.update(t.oauthTokens).set({ revoked: true }).where(eq(t.oauthTokens.id, id))
+    },
+
+    async purgeExpired(now: Date): Promise<void> {
+      await db.delete(t.oauthRequests).where(lt(t.oauthRequests.expiresAt, now))
+      await db.delete(t.oauthTokens).where(lt(t.oauthTokens.expiresAt, now))
+      // A grant goes once its code can no longer be exchanged and no token of it is left.
+      await db.delete(t.oauthGrants).where(and(
+        lt(t.oauthGrants.codeExpiresAt, now),
+        notExists(db.select({ one: sql`1` }).from(t.oauthTokens).where(eq(t.oauthTokens.grantId, t.oauthGrants.id))),
+      ))
+    },
+  }
+}

@@ -1,0 +1,78 @@
+import { boolean, index, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core'
+import { users } from './accounts.js'
+
+/**
+ * OAuth 2.0 authorization server (SPEC §4.8). Codes, access and refresh tokens are stored only as
+ * HMAC digests under unique indexes (SPEC §3.1); lists (redirect URIs, grant types, scopes) are
+ * space-separated, as in the protocol itself.
+ */
+
+/** Dynamically registered public clients (RFC 7591); the static CLI client lives in code. */
+export const oauthClients = pgTable('oauth_clients', {
+  id: text('id').primaryKey(),
+  name: text('name').notNull(),
+  redirectUris: text('redirect_uris').notNull(),
+  grantTypes: text('grant_types').notNull(),
+  scope: text('scope').notNull(),
+  createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull(),
+})
+
+/** Authorization requests waiting for sign-in and consent; single use, 10 minutes. */
+export const oauthRequests = pgTable('oauth_requests', {
+  id: text('id').primaryKey(),
+  clientId: text('client_id').notNull(),
+  redirectUri: text('redirect_uri').notNull(),
+  scope: text('scope').notNull(),
+  state: text('state').notNull(),
+  codeChallenge: text('code_challenge').notNull(),
+  /** The session (row id) the request belongs to, once a signed-in browser has seen it. */
+  sessionId: text('session_id'),
+  expiresAt: timestamp('expires_at', { withTimezone: true, mode: 'date' }).notNull(),
+  createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull(),
+}, (t) => [index('oauth_requests_expires_idx').on(t.expiresAt)])
+
+/** Remembered consent per (user, client): a repeat authorization within these scopes skips the page. */
+export const oauthConsents = pgTable('oauth_consents', {
+  userId: text('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+  clientId: text('client_id').notNull(),
+  scope: text('scope').notNull(),
+  teamId: text('team_id'),
+  updatedAt: timestamp('updated_at', { withTimezone: true, mode: 'date' }).notNull(),
+}, (t) => [primaryKey({ columns: [t.userId, t.clientId] })])
+
+/** One approved authorization: its code, and the lineage every token issued from it belongs to. */
+export const oauthGrants = pgTable('oauth_grants', {
+  id: text('id').primaryKey(),
+  clientId: text('client_id').notNull(),
+  userId: text('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+  teamId: text('team_id'),
+  scope: text('scope').notNull(),
+  redirectUri: text('redirect_uri').notNull(),
+  codeDigest: text('code_digest').notNull(),
+  codeChallenge: text('code_challenge').notNull(),
+  codeExpiresAt: timestamp('code_expires_at', { withTimezone: true, mode: 'date' }).notNull(),
+  codeUsedAt: timestamp('code_used_at', { withTimezone: true, mode: 'date' }),
+  revokedAt: timestamp('revoked_at', { withTimezone: true, mode: 'date' }),
+  createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull(),
+}, (t) => [uniqueIndex('oauth_grants_code_digest_unique').on(t.codeDigest), index('oauth_grants_user_idx').on(t.userId)])
+
+export const oauthTokens = pgTable('oauth_tokens', {
+  id: text('id').primaryKey(),
+  digest: text('digest').notNull(),
+  kind: text('kind', { enum: ['access', 'refresh'] }).notNull(),
+  grantId: text('grant_id').notNull().references(() => oauthGrants.id, { onDelete: 'cascade' }),
+  userId: text('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+  clientId: text('client_id').notNull(),
+  teamId: text('team_id'),
+  scope: text('scope').notNull(),
+  expiresAt: timestamp('expires_at', { withTimezone: true, mode: 'date' }).notNull(),
+  /** Refresh tokens: set when rotated; presenting it again is reuse. */
+  usedAt: timestamp('used_at', { withTimezone: true, mode: 'date' }),
+  revoked: boolean('revoked').notNull().default(false),
+  createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull(),
+}, (t) => [
+  uniqueIndex('oauth_tokens_digest_unique').on(t.digest),
+  index('oauth_tokens_grant_idx').on(t.grantId),
+  index('oauth_tokens_expires_idx').on(t.expiresAt),
+  index('oauth_tokens_user_idx').on(t.userId),
+])

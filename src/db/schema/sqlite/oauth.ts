@@ -1,0 +1,78 @@
+import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
+import { users } from './accounts.js'
+
+/**
+ * OAuth 2.0 authorization server (SPEC §4.8). Codes, access and refresh tokens are stored only as
+ * HMAC digests under unique indexes (SPEC §3.1); lists (redirect URIs, grant types, scopes) are
+ * space-separated, as in the protocol itself.
+ */
+
+/** Dynamically registered public clients (RFC 7591); the static CLI client lives in code. */
+export const oauthClients = sqliteTable('oauth_clients', {
+  id: text('id').primaryKey(),
+  name: text('name').notNull(),
+  redirectUris: text('redirect_uris').notNull(),
+  grantTypes: text('grant_types').notNull(),
+  scope: text('scope').notNull(),
+  createdAt: integer('created_at', { mode: 'timestamp_ms' }).notNull(),
+})
+
+/** Authorization requests waiting for sign-in and consent; single use, 10 minutes. */
+export const oauthRequests = sqliteTable('oauth_requests', {
+  id: text('id').primaryKey(),
+  clientId: text('client_id').notNull(),
+  redirectUri: text('redirect_uri').notNull(),
+  scope: text('scope').notNull(),
+  state: text('state').notNull(),
+  codeChallenge: text('code_challenge').notNull(),
+  /** The session (row id) the request belongs to, once a signed-in browser has seen it. */
+  sessionId: text('session_id'),
+  expiresAt: integer('expires_at', { mode: 'timestamp_ms' }).notNull(),
+  createdAt: integer('created_at', { mode: 'timestamp_ms' }).notNull(),
+}, (t) => [index('oauth_requests_expires_idx').on(t.expiresAt)])
+
+/** Remembered consent per (user, client): a repeat authorization within these scopes skips the page. */
+export const oauthConsents = sqliteTable('oauth_consents', {
+  userId: text('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+  clientId: text('client_id').notNull(),
+  scope: text('scope').notNull(),
+  teamId: text('team_id'),
+  updatedAt: integer('updated_at', { mode: 'timestamp_ms' }).notNull(),
+}, (t) => [primaryKey({ columns: [t.userId, t.clientId] })])
+
+/** One approved authorization: its code, and the lineage every token issued from it belongs to. */
+export const oauthGrants = sqliteTable('oauth_grants', {
+  id: text('id').primaryKey(),
+  clientId: text('client_id').notNull(),
+  userId: text('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+  teamId: text('team_id'),
+  scope: text('scope').notNull(),
+  redirectUri: text('redirect_uri').notNull(),
+  codeDigest: text('code_digest').notNull(),
+  codeChallenge: text('code_challenge').notNull(),
+  codeExpiresAt: integer('code_expires_at', { mode: 'timestamp_ms' }).notNull(),
+  codeUsedAt: integer('code_used_at', { mode: 'timestamp_ms' }),
+  revokedAt: integer('revoked_at', { mode: 'timestamp_ms' }),
+  createdAt: integer('created_at', { mode: 'timestamp_ms' }).notNull(),
+}, (t) => [uniqueIndex('oauth_grants_code_digest_unique').on(t.codeDigest), index('oauth_grants_user_idx').on(t.userId)])
+
+export const oauthTokens = sqliteTable('oauth_tokens', {
+  id: text('id').primaryKey(),
+  digest: text('digest').notNull(),
+  kind: text('kind', { enum: ['access', 'refresh'] }).notNull(),
+  grantId: text('grant_id').notNull().references(() => oauthGrants.id, { onDelete: 'cascade' }),
+  userId: text('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+  clientId: text('client_id').notNull(),
+  teamId: text('team_id'),
+  scope: text('scope').notNull(),
+  expiresAt: integer('expires_at', { mode: 'timestamp_ms' }).notNull(),
+  /** Refresh tokens: set when rotated; presenting it again is reuse. */
+  usedAt: integer('used_at', { mode: 'timestamp_ms' }),
+  revoked: integer('revoked', { mode: 'boolean' }).notNull().default(false),
+  createdAt: integer('created_at', { mode: 'timestamp_ms' }).notNull(),
+}, (t) => [
+  uniqueIndex('oauth_tokens_digest_unique').on(t.digest),
+  index('oauth_tokens_grant_idx').on(t.grantId),
+  index('oauth_tokens_expires_idx').on(t.expiresAt),
+  index('oauth_tokens_user_idx').on(t.userId),
+])
