@@ -201,8 +201,8 @@ describe.each(DIALECTS)('OpenAPI contract on %s', (dialect) => {
       const responses = Object.entries(operation.responses ?? {})
       const success = responses.filter(([status]) => /^2(\d\d|XX)$/.test(status))
       const jsonSuccess = success.map(([, response]) => resolve(response.content?.['application/json']?.schema)).filter((s) => s !== undefined)
-      // A browser redirect (provider sign-in) answers 302 and no JSON; it must say so.
-      const redirectOnly = success.length === 0 && responses.some(([status]) => status === '302')
+      // A browser redirect (provider sign-in, the consent page's sign-in form) answers 302/303 and no JSON; it must say so.
+      const redirectOnly = success.length === 0 && responses.some(([status]) => status === '302' || status === '303')
       if (jsonSuccess.length === 0 && !redirectOnly) fail('no 2xx response with a JSON schema')
       for (const schema of jsonSuccess) {
         // SPEC §2.1: every JSON answer carries `success`.
@@ -263,11 +263,15 @@ describe.each(DIALECTS)('OpenAPI contract on %s', (dialect) => {
           ? dual(requiredScope)
           : `dual, but a scopeless token was not refused with a known required_scope (${String(requiredScope)})`
       } else if (admits.session) {
-        enforced[name] = admits.satellite || admits.registration ? 'session and satellite credentials' : SESSION
+        // Introspection: a satellite key, or a (global admin's) session.
+        enforced[name] = admits.satellite && !admits.registration ? [...BEARER, ...SESSION] : admits.satellite || admits.registration ? 'session and registration credentials' : SESSION
       } else if (admits.satellite || admits.registration) {
         enforced[name] = admits.bearer ? 'bearer and satellite credentials' : BEARER
       } else {
-        enforced[name] = 'admits a bearer token but no session'
+        // Bearer only (userinfo): the token's scope is what the document must name.
+        enforced[name] = typeof requiredScope === 'string' && (SCOPES as readonly string[]).includes(requiredScope)
+          ? [{ bearerAuth: [requiredScope] }]
+          : `admits a bearer token but no session, and a scopeless token was not refused with a known required_scope (${String(requiredScope)})`
       }
     }
     expect(documented).toEqual(enforced)
