@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process'
+import { createHash, randomBytes } from 'node:crypto'
 import { once } from 'node:events'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -104,6 +105,32 @@ async function signUp(url: string): Promise<string> {
   return response.headers.getSetCookie()[0]!.split(';')[0]!
 }
 
+/** An access token for the CLI client, through the real authorization code flow with PKCE. */
+async function bearerToken(url: string, cookie: string): Promise<string> {
+  const verifier = randomBytes(32).toString('base64url')
+  const redirectUri = 'http://127.0.0.1:8976/oauth/callback'
+  const query = new URLSearchParams({
+    response_type: 'code', client_id: 'service-gateway-cli', redirect_uri: redirectUri, scope: 'teams:read', state: 'bench',
+    code_challenge: createHash('sha256').update(verifier).digest('base64url'), code_challenge_method: 'S256',
+  })
+  const authorize = await fetch(`${url}/api/oauth2/auth?${query}`, { headers: { cookie }, redirect: 'manual' })
+  const consentUrl = new URL(authorize.headers.get('location')!, url)
+  const details = await (await fetch(consentUrl, { headers: { cookie, accept: 'application/json' } })).json() as { data: { request_id: string; csrf_token: string } }
+  const decided = await fetch(`${url}/api/oauth2/consent`, {
+    method: 'POST',
+    headers: { cookie, 'content-type': 'application/json' },
+    body: JSON.stringify({ request_id: details.data.request_id, decision: 'approve', csrf_token: details.data.csrf_token }),
+  })
+  const code = new URL(((await decided.json()) as { data: { redirect_url: string } }).data.redirect_url).searchParams.get('code')!
+  const token = await fetch(`${url}/api/oauth2/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: redirectUri, client_id: 'service-gateway-cli', code_verifier: verifier }),
+  })
+  if (token.status !== 200) throw new Error(`token exchange failed: ${token.status} ${await token.text()}`)
+  return ((await token.json()) as { access_token: string }).access_token
+}
+
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
 
 async function main(): Promise<void> {
@@ -136,6 +163,8 @@ async function main(): Promise<void> {
       const ready = await load(`${running.url}/api/health/ready`)
       const cookie = await signUp(running.url)
       const me = await load(`${running.url}/api/users/me`, { headers: { cookie } })
+      const accessToken = await bearerToken(running.url, cookie)
+      const defaultTeam = await load(`${running.url}/api/teams/me/default`, { headers: { authorization: `Bearer ${accessToken}` } })
       const loginRequest: Request = {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
@@ -154,6 +183,7 @@ async function main(): Promise<void> {
       console.log(`  GET /api/health:        ${health.rps} req/s, p99 ${health.p99} ms, ${ratio(health.rps)}${health.non2xx ? `, ${health.non2xx} failures` : ''}`)
       console.log(`  GET /api/health/ready:  ${ready.rps} req/s, p99 ${ready.p99} ms, ${ratio(ready.rps)}${ready.non2xx ? `, ${ready.non2xx} failures` : ''}`)
       console.log(`  GET /api/users/me (session): ${me.rps} req/s, p99 ${me.p99} ms, ${ratio(me.rps)}${me.non2xx ? `, ${me.non2xx} failures` : ''}`)
+      console.log(`  GET /api/teams/me/default (bearer): ${defaultTeam.rps} req/s, p99 ${defaultTeam.p99} ms, ${ratio(defaultTeam.rps)}${defaultTeam.non2xx ? `, ${defaultTeam.non2xx} failures` : ''}`)
       console.log(`  POST /api/auth/email/login: ${login.rps} req/s, ${((login.rps / rawArgon2) * 100).toFixed(0)} % of raw Argon2 verify${login.non2xx ? `, ${login.non2xx} failures` : ''}; /api/health p99 meanwhile ${healthDuringLogins.p99} ms`)
       console.log(`  RSS: ${idleRss} MB idle, ${loadedRss} MB after the load runs`)
     } finally {
