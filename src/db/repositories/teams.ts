@@ -53,6 +53,16 @@ export function teamsRepository(database: Database, executor: Db = database.db) 
     return row
   }
 
+  let defaultOfStatement: ReturnType<typeof prepareDefaultOf> | undefined
+  function prepareDefaultOf() {
+    return db
+      .select({ team: t.teams, role: t.teamMembers.role, memberCount })
+      .from(t.teams)
+      .innerJoin(t.teamMembers, and(eq(t.teamMembers.teamId, t.teams.id), eq(t.teamMembers.userId, sql.placeholder('userId'))))
+      .where(and(eq(t.teams.ownerId, sql.placeholder('userId')), eq(t.teams.isDefault, true)))
+      .prepare('team_default_of')
+  }
+
   return {
     with: (tx: Db) => teamsRepository(database, tx),
     create,
@@ -91,12 +101,10 @@ export function teamsRepository(database: Database, executor: Db = database.db) 
       return rows.map((row) => ({ ...row.team, memberCount: row.memberCount, role: row.role }))
     },
 
+    /** A hot path (every CLI start reads it): one prepared statement, built on first use. */
     async defaultOf(userId: string): Promise<CallerTeam | undefined> {
-      const [row] = await db
-        .select({ team: t.teams, role: t.teamMembers.role, memberCount })
-        .from(t.teams)
-        .innerJoin(t.teamMembers, and(eq(t.teamMembers.teamId, t.teams.id), eq(t.teamMembers.userId, userId)))
-        .where(and(eq(t.teams.ownerId, userId), eq(t.teams.isDefault, true)))
+      defaultOfStatement ??= prepareDefaultOf()
+      const [row] = await defaultOfStatement.execute({ userId })
       return row === undefined ? undefined : { ...row.team, memberCount: row.memberCount, role: row.role }
     },
 
