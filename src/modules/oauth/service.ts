@@ -315,12 +315,8 @@ export class OAuthServer {
     const now = this.now()
     const grant = await repository.findGrantByCode(digest(body.code!))
     if (grant === undefined) throw invalidGrant('The authorization code is unknown.')
-    if (grant.codeUsedAt !== null || grant.revokedAt !== null) {
-      // RFC 6749 §4.1.2: a code used twice revokes what it was exchanged for.
-      await repository.revokeGrant(grant.id, now)
-      await audit.record('oauth.code_reused', { actorId: grant.userId, ip: context.ip, target: grant.clientId, details: { grant_id: grant.id } })
-      throw invalidGrant('The authorization code was already used; the tokens issued from it are revoked.')
-    }
+    // RFC 6749 §4.1.2: a code used twice revokes what it was exchanged for.
+    if (grant.codeUsedAt !== null || grant.revokedAt !== null) return this.endGrant(grant, 'oauth.code_reused', context)
     if (grant.codeExpiresAt <= now) throw invalidGrant('The authorization code has expired.')
     if (grant.clientId !== client.id) throw invalidGrant('The authorization code was issued to another client.')
     if (grant.redirectUri !== body.redirect_uri) throw invalidGrant('The redirect_uri does not match the authorization request.')
@@ -332,12 +328,8 @@ export class OAuthServer {
       if (!(await txRepository.consumeCode(grant.id, now))) return null
       return this.issueTokens(txRepository, grant, grant.scope.split(' ') as Scope[], now)
     })
-    if (issued === null) {
-      // Lost a race with another exchange of the same code: that is a reuse too.
-      await repository.revokeGrant(grant.id, now)
-      await audit.record('oauth.code_reused', { actorId: grant.userId, ip: context.ip, target: grant.clientId, details: { grant_id: grant.id } })
-      throw invalidGrant('The authorization code was already used; the tokens issued from it are revoked.')
-    }
+    // Lost a race with another exchange of the same code: that is a reuse too.
+    if (issued === null) return this.endGrant(grant, 'oauth.code_reused', context)
     await audit.record('oauth.token_issued', { actorId: grant.userId, ip: context.ip, target: grant.clientId, details: { grant_id: grant.id, grant_type: 'authorization_code', scope: issued.scope } })
     return issued
   }
@@ -370,14 +362,24 @@ export class OAuthServer {
       if (spent === undefined) return null
       return this.issueTokens(txRepository, grant, scopes, now)
     })
-    if (issued === null) {
-      // Already rotated (or raced): the token is in two hands. End the whole grant (RFC 9700 §4.14.2).
-      await repository.revokeGrant(grant.id, now)
-      await audit.record('oauth.refresh_token_reused', { actorId: grant.userId, ip: context.ip, target: grant.clientId, details: { grant_id: grant.id } })
-      throw invalidGrant('The refresh token was already used; every token of this authorization is revoked.')
-    }
+    // Already rotated (or raced): the token is in two hands. End the whole grant (RFC 9700 §4.14.2).
+    if (issued === null) return this.endGrant(grant, 'oauth.refresh_token_reused', context)
     await audit.record('oauth.token_issued', { actorId: grant.userId, ip: context.ip, target: grant.clientId, details: { grant_id: grant.id, grant_type: 'refresh_token', scope: issued.scope } })
     return issued
+  }
+
+  /** The grant and all its tokens, in one transaction. */
+  private revokeGrant(grantId: string): Promise<void> {
+    return this.deps.database.transaction((tx) => this.deps.repository.with(tx).revokeGrant(grantId, this.now()))
+  }
+
+  /** A replayed code or refresh token: the grant and every token issued from it end, and it is audited. */
+  private async endGrant(grant: OAuthGrantRow, event: 'oauth.code_reused' | 'oauth.refresh_token_reused', context: { ip: string }): Promise<never> {
+    await this.revokeGrant(grant.id)
+    await this.deps.audit.record(event, { actorId: grant.userId, ip: context.ip, target: grant.clientId, details: { grant_id: grant.id } })
+    throw invalidGrant(event === 'oauth.code_reused'
+      ? 'The authorization code was already used; the tokens issued from it are revoked.'
+      : 'The refresh token was already used; every token of this authorization is revoked.')
   }
 
   /** An access token, and a refresh token only when `offline_access` is granted (SPEC §4.8). */
@@ -412,7 +414,7 @@ export class OAuthServer {
     const found = await repository.findToken(digest(body.token))
     if (found === undefined || found.token.clientId !== client.id) return
     const { token } = found
-    if (token.kind === 'refresh') await repository.revokeGrant(token.grantId, this.now())
+    if (token.kind === 'refresh') await this.revokeGrant(token.grantId)
     else await repository.revokeToken(token.id)
     await audit.record('oauth.token_revoked', { actorId: token.userId, ip: context.ip, target: token.clientId, details: { grant_id: token.grantId, token_type: token.kind } })
   }
