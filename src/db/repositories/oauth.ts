@@ -14,8 +14,8 @@ export type OAuthRepository = ReturnType<typeof oauthRepository>
 export function oauthRepository(database: Database, executor: Db = database.db) {
   const { t } = database
   const db = executor
-  // Every bearer request runs this lookup: built once (SPEC §7), one unique-index probe.
-  const liveAccess = db
+  // Every bearer request runs this lookup: prepared once, on first use (SPEC §7); one unique-index probe.
+  const prepareLiveAccess = () => db
     .select({ token: t.oauthTokens, user: t.users })
     .from(t.oauthTokens)
     .innerJoin(t.users, eq(t.users.id, t.oauthTokens.userId))
@@ -26,6 +26,7 @@ export function oauthRepository(database: Database, executor: Db = database.db) 
       gt(t.oauthTokens.expiresAt, sql.placeholder('now')),
     ))
     .prepare('oauth_live_access')
+  let liveAccess: ReturnType<typeof prepareLiveAccess> | undefined
   // Placeholders bypass column encoding: SQLite stores timestamps as epoch milliseconds.
   const at = (now: Date) => (database.dialect === 'sqlite' ? now.getTime() : now)
 
@@ -125,6 +126,7 @@ export function oauthRepository(database: Database, executor: Db = database.db) 
 
     /** One indexed lookup: the live access token with this digest and its user. */
     async findLiveAccess(digest: string, now: Date): Promise<{ token: OAuthTokenRow; user: UserRow } | undefined> {
+      liveAccess ??= prepareLiveAccess()
       const [row] = await liveAccess.execute({ digest, now: at(now) })
       return row
     },
