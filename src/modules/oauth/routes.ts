@@ -134,9 +134,11 @@ export const oauthRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const oauth = () => app.services.oauth
 
   /** The browser's session, if its cookie is valid (public routes that adapt to a signed-in user). */
-  async function optionalSession(request: FastifyRequest): Promise<SessionCaller | null> {
+  async function optionalSession(request: FastifyRequest, reply: FastifyReply): Promise<SessionCaller | null> {
     const id = request.cookies[SESSION_COOKIE]
-    return id ? ((await app.services.sessions.verify(id)) as SessionCaller | null) : null
+    const session = id ? await app.services.sessions.verify(id) : null
+    if (id && session?.renewedUntil !== undefined) app.services.sessions.setCookie(reply, id, session.renewedUntil)
+    return session
   }
 
   function sendPage(reply: FastifyReply, status: number, html: string, formTargets: readonly string[] = []): FastifyReply {
@@ -302,7 +304,7 @@ export const oauthRoutes: FastifyPluginAsyncTypebox = async (app) => {
   }, async (request, reply) => {
     try {
       if (request.validationError) throw oauthError(400, 'invalid_request', describeValidation(request.validationError), 'VALIDATION_ERROR')
-      const location = await oauth().authorize(request.query, await optionalSession(request))
+      const location = await oauth().authorize(request.query, await optionalSession(request, reply))
       return reply.redirect(location, 302)
     } catch (error) {
       return failPage(request, reply, error)
@@ -320,7 +322,7 @@ export const oauthRoutes: FastifyPluginAsyncTypebox = async (app) => {
       response: { 200: ConsentDetails, 302: Redirect },
     },
   }, async (request, reply) => {
-    const session = await optionalSession(request)
+    const session = await optionalSession(request, reply)
     const requestId = request.query.request_id
     let view
     try {
