@@ -26,7 +26,7 @@ const AuthorizeQuery = Type.Object({
   redirect_uri: text(2048, 'Exactly one of the client\'s registered redirect URIs.'),
   scope: text(1024, 'Space-separated; defaults to every scope the client may ask for.'),
   state: text(1024, 'Required; echoed in the redirect.'),
-  code_challenge: text(128, 'BASE64URL(SHA-256(code_verifier)).'),
+  code_challenge: text(1024, 'BASE64URL(SHA-256(code_verifier)); 43–128 characters, else an invalid_request redirect.'),
   code_challenge_method: text(16, 'Must be `S256`; `plain` is refused.'),
 }, { additionalProperties: false })
 
