@@ -146,6 +146,9 @@ export const oauthRoutes: FastifyPluginAsyncTypebox = async (app) => {
       .code(status)
       .type('text/html; charset=utf-8')
       .header('content-security-policy', pagePolicy(formTargets))
+      // Not helmet's no-referrer: under it browsers send `Origin: null` on the page's own form
+      // posts, which the Origin checks must refuse. same-origin still tells the client nothing.
+      .header('referrer-policy', 'same-origin')
       .header('cache-control', 'no-store')
       .send(html)
   }
