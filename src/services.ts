@@ -26,7 +26,7 @@ import { SettingsService } from './modules/settings/service.js'
 import { TeamService } from './modules/teams/service.js'
 import { ProviderClient } from './modules/provider-login/client.js'
 import { ProviderLogin } from './modules/provider-login/service.js'
-import { OAuthServer } from './modules/oauth/service.js'
+import { OAuthServer } from './oauth2/server.js'
 
 /** Everything the routes use, built once when the database is ready and passed in. */
 export interface Services {
@@ -113,7 +113,7 @@ export async function createServices(database: Database, { config, clock, log, l
     credentials: {
       ...noCredentials,
       session: (id) => sessions.verify(id),
-      bearer: (token) => oauth.verifyAccess(token),
+      bearer: (token) => oauth.tokens.verifyAccess(token),
       teamRole: (userId, teamId) => teams.roleOf(userId, teamId),
       ...credentials,
     },

@@ -1,4 +1,4 @@
-import { SCOPES, type Scope } from '../../auth/policies.js'
+import { SCOPES, type Scope } from '../auth/policies.js'
 
 /** SPEC §4.8, in the words the consent page shows. */
 export const SCOPE_DESCRIPTIONS: Record<Scope, string> = {

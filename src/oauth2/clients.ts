@@ -1,5 +1,5 @@
-import { SCOPES, type Scope } from '../../auth/policies.js'
-import type { OAuthClientRow, OAuthRepository } from '../../db/repositories/oauth.js'
+import { SCOPES, type Scope } from '../auth/policies.js'
+import type { OAuthClientRow, OAuthRepository } from '../db/repositories/oauth.js'
 import { parseScope } from './scopes.js'
 
 export type GrantType = 'authorization_code' | 'refresh_token'

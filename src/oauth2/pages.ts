@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import type { Scope } from '../../auth/policies.js'
+import type { Scope } from '../auth/policies.js'
 import { SCOPE_DESCRIPTIONS } from './scopes.js'
 
 /**

@@ -1,0 +1,153 @@
+import { createHmac, timingSafeEqual } from 'node:crypto'
+import type { Scope } from '../auth/policies.js'
+import type { SessionCaller } from '../auth/sessions.js'
+import { newId } from '../db/ids.js'
+import type { OAuthGrantRow, OAuthRequestRow } from '../db/repositories/oauth.js'
+import type { UserRow } from '../db/repositories/users.js'
+import { AppError, errors } from '../http/errors.js'
+import { randomToken } from '../lib/tokens.js'
+import { findClient, type OAuthClient } from './clients.js'
+import { clientRedirect, issuerOf, loginEnabled, nowOf, type OAuthDeps } from './deps.js'
+import { anotherSession, consentDisabled } from './errors.js'
+import { isSubset, parseScope } from './scopes.js'
+
+/** SPEC §4.8: the code lives 10 minutes and is single use. */
+export const CODE_LIFETIME_MS = 10 * 60 * 1000
+
+export interface ConsentDecision {
+  request_id: string
+  decision: 'approve' | 'deny'
+  team_id?: string
+  csrf_token: string
+}
+
+export interface ConsentView {
+  request: OAuthRequestRow
+  client: OAuthClient
+  scopes: Scope[]
+  user: UserRow | null
+  teams: Array<{ id: string; name: string }>
+  csrfToken: string | null
+}
+
+/**
+ * The consent step between the authorization request and the code: the page's details, the
+ * decision, remembered approvals. A request belongs to the first signed-in session that sees it,
+ * and only that session may decide, with a CSRF token bound to both (SPEC §3.6).
+ */
+export class Consent {
+  private readonly issuer: string
+
+  constructor(private readonly deps: OAuthDeps) {
+    this.issuer = issuerOf(deps.config)
+  }
+
+  /** The pending request and what the consent page shows; binds the request to the session. */
+  async view(requestId: string, session: SessionCaller | null): Promise<ConsentView> {
+    const { repository, teams } = this.deps
+    const request = await repository.findRequest(requestId, nowOf(this.deps))
+    const client = request === undefined ? null : await findClient(repository, request.clientId)
+    if (request === undefined || client === null) throw errors.notFound('Authorization request')
+    if (!(await loginEnabled(this.deps))) throw consentDisabled()
+    const scopes = parseScope(request.scope) ?? []
+    if (session === null) return { request, client, scopes, user: null, teams: [], csrfToken: null }
+    if (!(await repository.bindRequest(request.id, session.credentialId))) throw anotherSession()
+    const userTeams = await teams.forUser(session.userId)
+    return {
+      request: { ...request, sessionId: session.credentialId },
+      client,
+      scopes,
+      user: session.user,
+      teams: userTeams.map((team) => ({ id: team.id, name: team.name })),
+      csrfToken: this.csrfToken(request.id, session.credentialId),
+    }
+  }
+
+  /**
+   * A repeat authorization within the scopes this user already approved for this client skips
+   * the page: the code is issued at once. Null when consent must be asked.
+   */
+  async remembered(request: OAuthRequestRow, session: SessionCaller): Promise<string | null> {
+    const { repository, teams } = this.deps
+    const consent = await repository.findConsent(session.userId, request.clientId)
+    if (consent === undefined || !isSubset(request.scope.split(' '), consent.scope.split(' '))) return null
+    const teamId = consent.teamId ?? (await teams.defaultOf(session.userId))?.id ?? null
+    if (teamId === null || (await teams.roleOf(session.userId, teamId)) === null) return null
+    const consumed = await repository.consumeRequest(request.id, session.credentialId, nowOf(this.deps))
+    if (consumed === undefined) return null
+    return this.issueCode(consumed, session.user, teamId, false)
+  }
+
+  /** The sign-in form on the consent page gave the browser a new session: the request is now its. */
+  async adopt(requestId: string, sessionId: string): Promise<void> {
+    const { repository } = this.deps
+    if ((await repository.findRequest(requestId, nowOf(this.deps))) === undefined) throw errors.notFound('Authorization request')
+    await repository.rebindRequest(requestId, sessionId)
+  }
+
+  /** POST /api/oauth2/consent: answers the URL the browser goes back to the client with. */
+  async decide(input: ConsentDecision, session: SessionCaller): Promise<string> {
+    const { repository, teams } = this.deps
+    if (!(await loginEnabled(this.deps))) throw consentDisabled()
+    const request = await repository.findRequest(input.request_id, nowOf(this.deps))
+    if (request === undefined) throw errors.notFound('Authorization request')
+    if (request.sessionId !== session.credentialId) throw anotherSession()
+    if (!this.csrfMatches(input.csrf_token, request.id, session.credentialId)) {
+      throw new AppError(403, 'INVALID_CSRF_TOKEN', 'The form is stale or was not sent by this page: reload the consent page.')
+    }
+    let teamId: string | null = null
+    if (input.decision === 'approve') {
+      teamId = input.team_id ?? (await teams.defaultOf(session.userId))?.id ?? null
+      if (teamId === null || (await teams.roleOf(session.userId, teamId)) === null) {
+        throw new AppError(400, 'INVALID_TEAM', 'Choose one of your own teams.')
+      }
+    }
+    // Single use: of two decisions on one request, one gets it.
+    const consumed = await repository.consumeRequest(request.id, session.credentialId, nowOf(this.deps))
+    if (consumed === undefined) throw errors.notFound('Authorization request')
+    if (teamId === null) {
+      return clientRedirect(this.issuer, consumed.redirectUri, { error: 'access_denied', error_description: 'The user denied the request.', state: consumed.state })
+    }
+    return this.issueCode(consumed, session.user, teamId, true)
+  }
+
+  /** The code for an approved request, bound to client, redirect URI, PKCE challenge, user, scope and team. */
+  private async issueCode(request: OAuthRequestRow, user: UserRow, teamId: string, remember: boolean): Promise<string> {
+    const { database, repository, audit, digest } = this.deps
+    const now = nowOf(this.deps)
+    const code = randomToken()
+    const grant: OAuthGrantRow = {
+      id: newId(),
+      clientId: request.clientId,
+      userId: user.id,
+      teamId,
+      scope: request.scope,
+      redirectUri: request.redirectUri,
+      codeDigest: digest(code),
+      codeChallenge: request.codeChallenge,
+      codeExpiresAt: new Date(now.getTime() + CODE_LIFETIME_MS),
+      codeUsedAt: null,
+      revokedAt: null,
+      createdAt: now,
+    }
+    await database.transaction(async (tx) => {
+      const txRepository = repository.with(tx)
+      await txRepository.insertGrant(grant)
+      if (remember) {
+        await txRepository.rememberConsent({ userId: user.id, clientId: request.clientId, scope: request.scope, teamId, updatedAt: now })
+        await audit.record('oauth.consent_approved', { actorId: user.id, target: request.clientId, details: { scope: request.scope, team_id: teamId } }, tx)
+      }
+    })
+    return clientRedirect(this.issuer, request.redirectUri, { code, state: request.state })
+  }
+
+  csrfToken(requestId: string, sessionId: string): string {
+    return createHmac('sha256', this.deps.csrfKey).update(`${requestId}.${sessionId}`).digest('base64url')
+  }
+
+  private csrfMatches(presented: string, requestId: string, sessionId: string): boolean {
+    const expected = Buffer.from(this.csrfToken(requestId, sessionId))
+    const given = Buffer.from(presented)
+    return given.length === expected.length && timingSafeEqual(given, expected)
+  }
+}

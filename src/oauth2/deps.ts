@@ -1,0 +1,42 @@
+import type { Config } from '../config.js'
+import type { OAuthRepository } from '../db/repositories/oauth.js'
+import type { TeamsRepository } from '../db/repositories/teams.js'
+import type { Database } from '../db/types.js'
+import type { Clock } from '../lib/clock.js'
+import type { Digester } from '../lib/tokens.js'
+import type { AuditLog } from '../modules/audit/service.js'
+import type { SettingsService } from '../modules/settings/service.js'
+
+/** What every part of the authorization server is built on (once, at boot). */
+export interface OAuthDeps {
+  database: Database
+  repository: OAuthRepository
+  teams: TeamsRepository
+  settings: SettingsService
+  audit: AuditLog
+  /** HMAC digests of codes and tokens (SPEC §3.1). */
+  digest: Digester
+  /** Keys the consent form's CSRF token. */
+  csrfKey: Buffer
+  clock: Clock
+  config: Config
+}
+
+/** The address of a request, for the audit trail. */
+export interface CallContext {
+  ip: string
+}
+
+export const issuerOf = (config: Config): string => config.publicUrl.replace(/\/+$/, '')
+
+export const nowOf = (deps: Pick<OAuthDeps, 'clock'>): Date => new Date(deps.clock.now())
+
+export const loginEnabled = (deps: Pick<OAuthDeps, 'settings'>): Promise<boolean> => deps.settings.get('global.enable_login')
+
+/** `redirect_uri` with the answer's parameters and `iss` (RFC 9207). */
+export function clientRedirect(issuer: string, redirectUri: string, params: Record<string, string | undefined>): string {
+  const url = new URL(redirectUri)
+  for (const [name, value] of Object.entries(params)) if (value !== undefined) url.searchParams.set(name, value)
+  url.searchParams.set('iss', issuer)
+  return url.toString()
+}

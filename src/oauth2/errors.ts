@@ -1,0 +1,16 @@
+import { AppError, oauthError } from '../http/errors.js'
+
+/** RFC 6749 §5.2 errors, and the consent flow's own. */
+export const invalidGrant = (description: string) => oauthError(400, 'invalid_grant', description)
+export const invalidRequest = (description: string) => oauthError(400, 'invalid_request', description)
+export const invalidScope = (description: string) => oauthError(400, 'invalid_scope', description)
+export const invalidClient = () => oauthError(401, 'invalid_client', 'Unknown client: send the client_id of a registered client.')
+export const invalidClientMetadata = (description: string) => oauthError(400, 'invalid_client_metadata', description)
+
+/** SPEC §3.4: token grants while login is off. */
+export const grantsDisabled = () => oauthError(403, 'access_denied', 'Login is disabled on this service.', 'LOGIN_DISABLED')
+/** SPEC §3.4: the consent page while login is off. */
+export const consentDisabled = () => new AppError(403, 'LOGIN_DISABLED', 'Login is disabled on this service.')
+
+export const anotherSession = () =>
+  new AppError(403, 'FORBIDDEN', 'This authorization request belongs to another sign-in: start it again from the client.')

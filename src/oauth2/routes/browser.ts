@@ -1,0 +1,147 @@
+import formBody from '@fastify/formbody'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { userCaller } from '../../auth/current-user.js'
+import { policy } from '../../auth/policies.js'
+import type { SessionCaller } from '../../auth/sessions.js'
+import { AppError, oauthError } from '../../http/errors.js'
+import { consentPage, signInPage } from '../pages.js'
+import { AuthorizeQuery, ConsentBody, ConsentDetails, ConsentLoginBody, ConsentQuery, DecisionAnswer, Redirect, tags } from '../schemas.js'
+import { describeScopes } from '../scopes.js'
+import { describeValidation, failPage, isForm, optionalSession, sendPage, wantsJson } from './shared.js'
+
+/** SPEC §4.8: what the browser sees — the authorization endpoint, sign-in and consent. */
+export const browserRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const oauth = () => app.services.oauth
+  // The consent page's forms post form-encoded bodies; only these routes accept them.
+  await app.register(formBody, { bodyLimit: 64 * 1024 })
+
+  async function providerHref(requestId: string): Promise<string | undefined> {
+    const { enabled, configured } = await app.services.providerLogin.status()
+    if (!enabled || !configured) return undefined
+    return `/api/auth/provider/login?return_to=${encodeURIComponent(`/api/oauth2/consent?request_id=${requestId}`)}`
+  }
+
+  app.get('/api/oauth2/auth', {
+    config: { auth: policy.public(), oauthErrors: {} },
+    attachValidation: true,
+    schema: {
+      tags, summary: 'Authorization endpoint (authorization code with PKCE S256)',
+      description: 'An unknown client or a redirect URI not registered for it → 400 (HTML page, or JSON with `Accept: application/json`), never a redirect. ' +
+        'Other errors redirect to the client with `error`, `error_description`, `state` and `iss` (RFC 9207): `invalid_request` (missing state or PKCE, ' +
+        '`plain`), `unsupported_response_type`, `invalid_scope`, `access_denied` while login is off. A valid request is stored (10 minutes) and the ' +
+        'browser goes to the consent page — or straight back to the client with a code when this user already approved these scopes for it. ' +
+        'Unknown query parameters are refused (400) like everywhere in this API.',
+      querystring: AuthorizeQuery,
+      response: { 302: Redirect },
+    },
+  }, async (request, reply) => {
+    try {
+      if (request.validationError) throw oauthError(400, 'invalid_request', describeValidation(request.validationError), 'VALIDATION_ERROR')
+      return reply.redirect(await oauth().authorization.authorize(request.query, await optionalSession(app, request, reply)), 302)
+    } catch (error) {
+      return failPage(request, reply, error)
+    }
+  })
+
+  app.get('/api/oauth2/consent', {
+    config: { auth: policy.public() },
+    schema: {
+      tags, summary: 'The consent page (HTML), or its details as JSON',
+      description: 'HTML by default: a sign-in form when the browser has no session, else the client, the scopes in plain words, a team choice and ' +
+        'Approve / Deny, under a strict Content-Security-Policy. With `Accept: application/json`, the same details for a separate frontend. ' +
+        'A signed-in browser binds the request to its session; a remembered consent redirects straight to the client with a code.',
+      querystring: ConsentQuery,
+      response: { 200: ConsentDetails, 302: Redirect },
+    },
+  }, async (request, reply) => {
+    const session = await optionalSession(app, request, reply)
+    const requestId = request.query.request_id
+    let view
+    try {
+      view = await oauth().consent.view(requestId, session)
+    } catch (error) {
+      return failPage(request, reply, error)
+    }
+    const { client, scopes, teams, csrfToken } = view
+    if (wantsJson(request)) {
+      return {
+        success: true as const,
+        data: {
+          request_id: requestId, client_id: client.id, client_name: client.name, scopes: describeScopes(scopes),
+          teams, csrf_token: csrfToken, signed_in: session !== null,
+        },
+      }
+    }
+    if (session === null || csrfToken === null) {
+      return sendPage(reply, 200, signInPage({ clientName: client.name, requestId, providerHref: await providerHref(requestId) }))
+    }
+    const remembered = await oauth().consent.remembered(view.request, session)
+    if (remembered !== null) return reply.redirect(remembered, 302)
+    return sendPage(reply, 200, consentPage({
+      clientName: client.name, clientId: client.id, requestId, csrfToken, username: session.user.username, scopes, teams,
+    }), [new URL(view.request.redirectUri).origin])
+  })
+
+  app.post('/api/oauth2/consent', {
+    config: { auth: policy.session() },
+    schema: {
+      tags, summary: 'Approve or deny an authorization request',
+      description: 'Form-encoded (the consent page) or JSON (a separate frontend). The session must be the one that saw the request, and ' +
+        '`csrf_token` the one the consent page (or its JSON variant) gave. Approve → 302 (form) or 200 `data.redirect_url` (JSON) to ' +
+        '`redirect_uri?code=…&state=…&iss=…`; deny → `error=access_denied`. 403 INVALID_CSRF_TOKEN, 400 INVALID_TEAM, 404 for an unknown, ' +
+        'expired or already decided request. The approval is remembered per user and client.',
+      consumes: ['application/x-www-form-urlencoded', 'application/json'],
+      body: ConsentBody,
+      response: { 200: DecisionAnswer, 302: Redirect },
+    },
+  }, async (request, reply) => {
+    const form = isForm(request)
+    let url: string
+    try {
+      url = await oauth().consent.decide(request.body, userCaller(request) as SessionCaller)
+    } catch (error) {
+      if (!form) throw error
+      return failPage(request, reply, error)
+    }
+    if (form) return reply.redirect(url, 302)
+    return { success: true as const, data: { redirect_url: url } }
+  })
+
+  app.post('/api/oauth2/consent/login', {
+    config: { auth: policy.public(), limit: 'loginOrRegister' },
+    schema: {
+      tags, summary: 'Sign in from the consent page',
+      description: 'The consent page\'s sign-in form (form-encoded; JSON also accepted). Success: session cookie and 303 back to the consent page. ' +
+        'Failure: the sign-in page again with the reason (401 INVALID_CREDENTIALS, 403 LOGIN_DISABLED or EMAIL_NOT_VERIFIED, 429). ' +
+        'An `Origin` header, when sent, must be this service\'s own (or a configured CORS origin).',
+      consumes: ['application/x-www-form-urlencoded', 'application/json'],
+      body: ConsentLoginBody,
+      response: { 303: Redirect },
+    },
+  }, async (request, reply) => {
+    const { request_id: requestId, login, password } = request.body
+    const origin = request.headers.origin
+    // Login CSRF: a cross-site form must not sign the browser in to someone else's account.
+    if (origin !== undefined && !oauth().isAllowedOrigin(origin)) {
+      throw new AppError(403, 'FORBIDDEN', 'Cross-site sign-in refused: its Origin is not allowed.', { origin })
+    }
+    let clientName: string
+    try {
+      clientName = (await oauth().consent.view(requestId, null)).client.name
+    } catch (error) {
+      return failPage(request, reply, error)
+    }
+    try {
+      const { session } = await app.services.accounts.login(login, password, { ip: request.ip })
+      await oauth().consent.adopt(requestId, session.rowId)
+      app.services.sessions.setCookie(reply, session.id, session.expiresAt)
+    } catch (error) {
+      if (!(error instanceof AppError) || wantsJson(request)) throw error
+      if (error.headers) reply.headers(error.headers)
+      return sendPage(reply, error.statusCode, signInPage({
+        clientName, requestId, error: error.message, login, providerHref: await providerHref(requestId),
+      }))
+    }
+    return reply.redirect(`/api/oauth2/consent?request_id=${encodeURIComponent(requestId)}`, 303)
+  })
+}

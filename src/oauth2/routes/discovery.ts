@@ -1,0 +1,43 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { policy } from '../../auth/policies.js'
+import { currentUser } from '../../auth/current-user.js'
+import { oauthError } from '../../http/errors.js'
+import { userinfo } from '../metadata.js'
+import { MetadataAnswer, RegisterAnswer, RegisterBody, tags, UserinfoAnswer } from '../schemas.js'
+import { describeValidation } from './shared.js'
+
+/** SPEC §4.8: metadata (RFC 8414), userinfo and dynamic client registration (RFC 7591). JSON only. */
+export const discoveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const oauth = () => app.services.oauth
+
+  app.get('/.well-known/oauth-authorization-server', {
+    config: { auth: policy.public() },
+    schema: { tags, summary: 'Authorization server metadata (RFC 8414)', response: { 200: MetadataAnswer } },
+  }, async () => ({ success: true as const, ...oauth().metadata() }))
+
+  app.get('/api/oauth2/userinfo', {
+    config: { auth: policy.bearer('user:read'), oauthErrors: { unauthorized: 'invalid_token' } },
+    schema: {
+      tags, summary: 'The signed-in user, for an access token with user:read',
+      description: 'Bearer only (a session cookie is refused). Fields at the top level, as OpenID Connect clients expect.',
+      response: { 200: UserinfoAnswer },
+    },
+  }, async (request) => {
+    return { success: true as const, ...userinfo(await currentUser(request, app.services)) }
+  })
+
+  app.post('/api/oauth2/register', {
+    config: { auth: policy.public(), limit: 'clientRegistration', oauthErrors: { invalid: 'invalid_client_metadata' } },
+    attachValidation: true,
+    schema: {
+      tags, summary: 'Register a public client (RFC 7591)',
+      description: 'JSON. Clients are public and PKCE-only; redirect URIs must be https, or http on a loopback host (localhost, 127.0.0.1, [::1]), ' +
+        'without a fragment (else `invalid_redirect_uri`). Other bad metadata → `invalid_client_metadata`. Rate-limited per IP.',
+      body: RegisterBody,
+      response: { 201: RegisterAnswer },
+    },
+  }, async (request, reply) => {
+    if (request.validationError) throw oauthError(400, 'invalid_client_metadata', describeValidation(request.validationError))
+    return reply.code(201).send({ success: true as const, ...(await oauth().register(request.body, { ip: request.ip })) })
+  })
+}

@@ -1,0 +1,75 @@
+import formBody from '@fastify/formbody'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { policy } from '../../auth/policies.js'
+import { oauthError } from '../../http/errors.js'
+import { IntrospectAnswer, IntrospectBody, RevokeAnswer, RevokeBody, tags, TokenAnswer, TokenBody } from '../schemas.js'
+import { describeValidation } from './shared.js'
+
+const FORM_OR_JSON = ['application/x-www-form-urlencoded', 'application/json']
+
+/** SPEC §4.8: the endpoints clients call directly. Bodies are form-encoded (RFC 6749) or JSON. */
+export const protocolRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const endpoint = () => app.services.oauth.tokenEndpoint
+  await app.register(formBody, { bodyLimit: 64 * 1024 })
+
+  // Schema failures become RFC 6749 `invalid_request` rather than the API's VALIDATION_ERROR.
+  const refuseInvalid = (error: Parameters<typeof describeValidation>[0] | undefined) => {
+    if (error) throw oauthError(400, 'invalid_request', describeValidation(error))
+  }
+
+  app.post('/api/oauth2/token', {
+    config: { auth: policy.public(), limit: 'token', oauthErrors: {} },
+    attachValidation: true,
+    schema: {
+      tags, summary: 'Token endpoint: authorization code or refresh token grant',
+      description: 'Form-encoded or JSON. `grant_type=authorization_code` needs `code, redirect_uri, client_id, code_verifier`; ' +
+        '`grant_type=refresh_token` needs `refresh_token, client_id` and may narrow `scope`. Refresh tokens rotate: presenting a used one ' +
+        'revokes every token of its authorization. A code used twice revokes the tokens issued from it. Errors per RFC 6749 §5.2 ' +
+        '(`invalid_request`, `invalid_client` 401, `invalid_grant`, `unauthorized_client`, `unsupported_grant_type`, `invalid_scope`); ' +
+        '403 `access_denied` / LOGIN_DISABLED while login is off. Always `Cache-Control: no-store`.',
+      consumes: FORM_OR_JSON,
+      body: TokenBody,
+      response: { 200: TokenAnswer },
+    },
+    onRequest: (_request, reply, done) => {
+      reply.header('cache-control', 'no-store').header('pragma', 'no-cache')
+      done()
+    },
+  }, async (request) => {
+    refuseInvalid(request.validationError)
+    return { success: true as const, ...(await endpoint().token(request.body, { ip: request.ip })) }
+  })
+
+  app.post('/api/oauth2/revoke', {
+    config: { auth: policy.public(), limit: 'token', oauthErrors: {} },
+    attachValidation: true,
+    schema: {
+      tags, summary: 'Revoke an access or refresh token (RFC 7009)',
+      description: 'Always 200 for any token string: unknown, already revoked or another client\'s tokens change nothing. ' +
+        'Revoking a refresh token revokes its whole authorization (every access and refresh token issued from it).',
+      consumes: FORM_OR_JSON,
+      body: RevokeBody,
+      response: { 200: RevokeAnswer },
+    },
+  }, async (request) => {
+    refuseInvalid(request.validationError)
+    await endpoint().revoke(request.body, { ip: request.ip })
+    return { success: true as const }
+  })
+
+  app.post('/api/oauth2/introspect', {
+    config: { auth: policy.satellite({ orAdminSession: true }), oauthErrors: { unauthorized: 'invalid_token' } },
+    attachValidation: true,
+    schema: {
+      tags, summary: 'Introspect a token (RFC 7662)',
+      description: 'For a satellite (its API key) or a global admin (session). Answers `{active: false}` for unknown, expired, revoked or spent tokens.',
+      consumes: FORM_OR_JSON,
+      body: IntrospectBody,
+      response: { 200: IntrospectAnswer },
+    },
+  }, async (request) => {
+    refuseInvalid(request.validationError)
+    if (request.body.token === undefined) throw oauthError(400, 'invalid_request', 'token is required.')
+    return { success: true as const, ...(await endpoint().introspect(request.body.token)) }
+  })
+}

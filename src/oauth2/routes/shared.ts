@@ -1,0 +1,50 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { SESSION_COOKIE } from '../../auth/credentials-from-request.js'
+import type { SessionCaller } from '../../auth/sessions.js'
+import { AppError } from '../../http/errors.js'
+import { errorPage, pagePolicy } from '../pages.js'
+
+/** The consent and sign-in pages answer HTML unless JSON is asked for (a separate frontend). */
+export const wantsJson = (request: FastifyRequest): boolean => (request.headers.accept ?? '').includes('application/json')
+
+export const isForm = (request: FastifyRequest): boolean =>
+  request.headers['content-type']?.startsWith('application/x-www-form-urlencoded') === true
+
+type ValidationError = Error & { validation?: Array<{ instancePath?: string; message?: string; params?: Record<string, unknown> }> }
+
+/** The first failing field of a validation error, as one line for `error_description`. */
+export function describeValidation(error: ValidationError): string {
+  const first = error.validation?.[0]
+  if (first === undefined) return error.message
+  const extra = first.params?.additionalProperty
+  if (typeof extra === 'string') return `Unknown parameter: ${extra}.`
+  const field = first.instancePath?.replace(/^\//, '') || 'request'
+  return `${field} ${first.message ?? 'is invalid'}.`
+}
+
+/** A page under the strict policy: no script, the page's own style, forms to itself and `formTargets`. */
+export function sendPage(reply: FastifyReply, status: number, html: string, formTargets: readonly string[] = []): FastifyReply {
+  return reply
+    .code(status)
+    .type('text/html; charset=utf-8')
+    .header('content-security-policy', pagePolicy(formTargets))
+    // Not helmet's no-referrer: under it browsers send `Origin: null` on the page's own form
+    // posts, which the Origin checks must refuse. same-origin still tells the client nothing.
+    .header('referrer-policy', 'same-origin')
+    .header('cache-control', 'no-store')
+    .send(html)
+}
+
+/** A deliberate refusal as a page for a browser; the JSON envelope for everyone else. */
+export function failPage(request: FastifyRequest, reply: FastifyReply, error: unknown): FastifyReply {
+  if (!(error instanceof AppError) || wantsJson(request)) throw error
+  return sendPage(reply, error.statusCode, errorPage('Authorization failed', error.message))
+}
+
+/** The browser's session, if its cookie is valid (public routes that adapt to a signed-in user). */
+export async function optionalSession(app: FastifyInstance, request: FastifyRequest, reply: FastifyReply): Promise<SessionCaller | null> {
+  const id = request.cookies[SESSION_COOKIE]
+  const session = id ? await app.services.sessions.verify(id) : null
+  if (id && session?.renewedUntil !== undefined) app.services.sessions.setCookie(reply, id, session.renewedUntil)
+  return session
+}

@@ -1,0 +1,67 @@
+import { oauthError } from '../http/errors.js'
+import { findClient } from './clients.js'
+import { issuerOf, loginEnabled, nowOf, type CallContext, type OAuthDeps } from './deps.js'
+import { grantsDisabled, invalidClient, invalidRequest } from './errors.js'
+import { authorizationCodeGrant, type CodeExchange } from './grants/authorization-code.js'
+import { refreshTokenGrant, type Refresh } from './grants/refresh-token.js'
+import type { TokenResponse, Tokens } from './tokens.js'
+
+export interface TokenRequest extends CodeExchange, Refresh {
+  grant_type?: string
+  client_id?: string
+}
+
+const GRANTS = { authorization_code: authorizationCodeGrant, refresh_token: refreshTokenGrant } as const
+
+/** POST /api/oauth2/token, /revoke (RFC 7009) and /introspect (RFC 7662). Every client is public. */
+export class TokenEndpoint {
+  constructor(private readonly deps: OAuthDeps, private readonly tokens: Tokens) {}
+
+  async token(body: TokenRequest, context: CallContext): Promise<TokenResponse> {
+    if (body.grant_type === undefined) throw invalidRequest('grant_type is required.')
+    if (!Object.hasOwn(GRANTS, body.grant_type)) {
+      throw oauthError(400, 'unsupported_grant_type', 'grant_type must be authorization_code or refresh_token.')
+    }
+    const grantType = body.grant_type as keyof typeof GRANTS
+    const client = body.client_id === undefined ? null : await findClient(this.deps.repository, body.client_id)
+    if (client === null) throw invalidClient()
+    if (!client.grantTypes.includes(grantType)) throw oauthError(400, 'unauthorized_client', `This client may not use the ${grantType} grant.`)
+    if (!(await loginEnabled(this.deps))) throw grantsDisabled()
+    return GRANTS[grantType](this.deps, this.tokens, body, client, context)
+  }
+
+  /** RFC 7009. Unknown tokens and other clients' tokens are silently ignored. */
+  async revoke(body: { token?: string; client_id?: string }, context: CallContext): Promise<void> {
+    const { repository, audit, digest } = this.deps
+    const client = body.client_id === undefined ? null : await findClient(repository, body.client_id)
+    if (client === null) throw invalidClient()
+    if (body.token === undefined) throw invalidRequest('token is required.')
+    const found = await repository.findToken(digest(body.token))
+    if (found === undefined || found.token.clientId !== client.id) return
+    const { token } = found
+    // Revoking a refresh token ends its grant; an access token ends alone.
+    if (token.kind === 'refresh') await this.tokens.revokeGrant(token.grantId)
+    else await repository.revokeToken(token.id)
+    await audit.record('oauth.token_revoked', { actorId: token.userId, ip: context.ip, target: token.clientId, details: { grant_id: token.grantId, token_type: token.kind } })
+  }
+
+  /** RFC 7662; the caller was authenticated by the route policy. */
+  async introspect(token: string): Promise<{ active: boolean } & Record<string, unknown>> {
+    const found = await this.deps.repository.findToken(this.deps.digest(token))
+    if (found === undefined) return { active: false }
+    const { token: row, user } = found
+    if (row.revoked || row.usedAt !== null || row.expiresAt <= nowOf(this.deps)) return { active: false }
+    return {
+      active: true,
+      scope: row.scope,
+      client_id: row.clientId,
+      username: user.username,
+      sub: user.id,
+      exp: Math.floor(row.expiresAt.getTime() / 1000),
+      iat: Math.floor(row.createdAt.getTime() / 1000),
+      team_id: row.teamId,
+      token_type: row.kind === 'access' ? 'Bearer' : 'refresh_token',
+      iss: issuerOf(this.deps.config),
+    }
+  }
+}
