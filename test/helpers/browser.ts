@@ -33,6 +33,8 @@ interface StoredCookie {
 
 export interface Browser {
   get(url: string, headers?: Record<string, string>): Promise<Hop>
+  /** A form-encoded POST, as a browser submits a form. */
+  postForm(url: string, fields: Record<string, string>, headers?: Record<string, string>): Promise<Hop>
   /** Requests `url`, then each redirect's Location, carrying cookies; answers every hop. */
   follow(url: string, options?: FollowOptions): Promise<Hop[]>
   /** The `name=value` pairs this browser would send to `url`. */
@@ -75,10 +77,16 @@ export function browser(): Browser {
 
   const cookieHeader = (url: string) => cookiesFor(new URL(url)).map((c) => `${c.name}=${c.value}`).join('; ')
 
-  const get = async (url: string, headers: Record<string, string> = {}): Promise<Hop> => {
+  /** One request with the jar's cookies; stores what the response sets; never follows redirects. */
+  const send = async (url: string, init: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<Hop> => {
     const target = new URL(url)
     const cookie = cookieHeader(url)
-    const response = await fetch(target, { redirect: 'manual', headers: { ...(cookie === '' ? {} : { cookie }), ...headers } })
+    const response = await fetch(target, {
+      method: init.method ?? 'GET',
+      redirect: 'manual',
+      headers: { ...(cookie === '' ? {} : { cookie }), ...init.headers },
+      ...(init.body === undefined ? {} : { body: init.body }),
+    })
     const setCookie = response.headers.getSetCookie()
     for (const line of setCookie) store(target, line)
     const location = response.headers.get('location')
@@ -91,9 +99,15 @@ export function browser(): Browser {
       body: await response.text(),
     }
   }
+  const get = (url: string, headers: Record<string, string> = {}) => send(url, { headers })
 
   return {
     get,
+    postForm: (url, fields, headers = {}) => send(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+      body: new URLSearchParams(fields).toString(),
+    }),
     cookieHeader,
     async follow(url, { max = 10, stopAt = () => false } = {}) {
       const hops: Hop[] = []

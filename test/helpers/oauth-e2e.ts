@@ -122,38 +122,9 @@ export async function exchangeCode(as: oauth.AuthorizationServer, callback: URLS
   return oauth.processAuthorizationCodeResponse(as, cliClient, response)
 }
 
-/** A request with the browser's cookies that stores what the response sets; never follows redirects. */
-export async function postForm(b: Browser, url: string, fields: Record<string, string>, origin: string): Promise<Hop> {
-  const target = new URL(url)
-  const cookie = b.cookieHeader(url)
-  const response = await fetch(target, {
-    method: 'POST',
-    redirect: 'manual',
-    headers: {
-      'content-type': 'application/x-www-form-urlencoded',
-      // A browser submitting a same-origin form sends its Origin (SPEC §3.6 checks it when present).
-      origin,
-      ...(cookie === '' ? {} : { cookie }),
-    },
-    body: new URLSearchParams(fields).toString(),
-  })
-  const setCookie = response.headers.getSetCookie()
-  for (const line of setCookie) {
-    const [pair = '', ...attributes] = line.split(';').map((part) => part.trim())
-    const eq = pair.indexOf('=')
-    if (eq <= 0) continue
-    const path = attributes.find((a) => /^path=/i.test(a))?.slice(5) ?? '/'
-    b.setCookie(url, pair.slice(0, eq), pair.slice(eq + 1), path)
-  }
-  const location = response.headers.get('location')
-  return {
-    url,
-    status: response.status,
-    location: location === null ? undefined : new URL(location, target).toString(),
-    setCookie,
-    headers: response.headers,
-    body: await response.text(),
-  }
+/** A form submitted from a page of `origin`: browsers send that Origin (SPEC §3.6 checks it when present). */
+export function postForm(b: Browser, url: string, fields: Record<string, string>, origin: string): Promise<Hop> {
+  return b.postForm(url, fields, { origin })
 }
 
 export interface HtmlForm {
