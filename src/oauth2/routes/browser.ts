@@ -13,7 +13,7 @@ import { describeValidation, failPage, isForm, optionalSession, sendPage, wantsJ
 export const browserRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const oauth = () => app.services.oauth
   // The consent page's forms post form-encoded bodies; only these routes accept them.
-  await app.register(formBody, { bodyLimit: 64 * 1024 })
+  await app.register(formBody)
 
   async function providerHref(requestId: string): Promise<string | undefined> {
     const { enabled, configured } = await app.services.providerLogin.status()

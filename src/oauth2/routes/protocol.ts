@@ -10,7 +10,7 @@ const FORM_OR_JSON = ['application/x-www-form-urlencoded', 'application/json']
 /** SPEC §4.8: the endpoints clients call directly. Bodies are form-encoded (RFC 6749) or JSON. */
 export const protocolRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const endpoint = () => app.services.oauth.tokenEndpoint
-  await app.register(formBody, { bodyLimit: 64 * 1024 })
+  await app.register(formBody)
 
   // Schema failures become RFC 6749 `invalid_request` rather than the API's VALIDATION_ERROR.
   const refuseInvalid = (error: Parameters<typeof describeValidation>[0] | undefined) => {

@@ -18,7 +18,7 @@ export function describeValidation(error: ValidationError): string {
   if (first === undefined) return error.message
   const extra = first.params?.additionalProperty
   if (typeof extra === 'string') return `Unknown parameter: ${extra}.`
-  const field = first.instancePath?.replace(/^\//, '') || 'request'
+  const field = first.instancePath?.replace(/^\//, '') || 'the body'
   return `${field} ${first.message ?? 'is invalid'}.`
 }
 
