@@ -51,7 +51,7 @@ export class Consent {
     if (!(await loginEnabled(this.deps))) throw consentDisabled()
     const scopes = parseScope(request.scope) ?? []
     if (session === null) return { request, client, scopes, user: null, teams: [], csrfToken: null }
-    if (!(await repository.bindRequest(request.id, session.credentialId))) throw anotherSession()
+    if (!(await repository.bindRequest(request.id, session.credentialId, nowOf(this.deps)))) throw anotherSession()
     const userTeams = await teams.forUser(session.userId)
     return {
       request: { ...request, sessionId: session.credentialId },

@@ -135,6 +135,23 @@ describe.each(DIALECTS)('the consent step on %s', (dialect) => {
       expect(other.statusCode).toBe(403)
       expect(other.json().code).toBe('FORBIDDEN')
     })
+
+    it('a request whose session signed out passes to the next sign-in; while that session lives, another is refused', async () => {
+      const user = await fresh()
+      const { requestId, state, pair } = await pending()
+      await csrfFor(requestId, user.cookie)
+      const login = () => app.inject({ method: 'POST', url: '/api/auth/email/login', payload: { login: user.username, password: DEFAULT_PASSWORD } })
+      const second = sessionCookie(await login())!
+      expect((await consentDetails(app, requestId, second)).statusCode).toBe(403)
+
+      expect((await app.inject({ method: 'POST', url: '/api/auth/logout', headers: { cookie: user.cookie } })).statusCode).toBe(200)
+      const csrf = await csrfFor(requestId, second)
+      const decided = await postConsent(app, { request_id: requestId, decision: 'approve', csrf_token: csrf }, second)
+      expect(decided.statusCode, decided.body).toBe(200)
+      const callback = new URL(decided.json().data.redirect_url)
+      expect(callback.searchParams.get('state')).toBe(state)
+      expect((await exchangeCode(app, { code: callback.searchParams.get('code')!, verifier: pair.verifier })).statusCode).toBe(200)
+    })
   })
 
   describe('GET, HTML variant', () => {

@@ -51,12 +51,22 @@ export function oauthRepository(database: Database, executor: Db = database.db) 
       return row
     },
 
-    /** Binds a request to a session unless another session holds it; true when `sessionId` holds it now. */
-    async bindRequest(id: string, sessionId: string): Promise<boolean> {
+    /**
+     * Binds a request to a session unless another live session holds it (a signed-out or expired
+     * one no longer does); true when `sessionId` holds it now.
+     */
+    async bindRequest(id: string, sessionId: string, now: Date): Promise<boolean> {
+      const heldByLiveSession = db
+        .select({ one: sql`1` })
+        .from(t.sessions)
+        .where(and(eq(t.sessions.id, t.oauthRequests.sessionId), gt(t.sessions.expiresAt, now)))
       const rows = await db
         .update(t.oauthRequests)
         .set({ sessionId })
-        .where(and(eq(t.oauthRequests.id, id), or(isNull(t.oauthRequests.sessionId), eq(t.oauthRequests.sessionId, sessionId))))
+        .where(and(
+          eq(t.oauthRequests.id, id),
+          or(isNull(t.oauthRequests.sessionId), eq(t.oauthRequests.sessionId, sessionId), notExists(heldByLiveSession)),
+        ))
         .returning({ id: t.oauthRequests.id })
       return rows.length === 1
     },
