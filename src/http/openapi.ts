@@ -28,7 +28,7 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
       components: {
         securitySchemes: {
           cookieAuth: { type: 'apiKey', in: 'cookie', name: 'auth_session', description: 'Session cookie set by login.' },
-          bearerAuth: { type: 'http', scheme: 'bearer', description: 'OAuth2 access token (scopes per route), or a satellite credential.' },
+          bearerAuth: { type: 'http', scheme: 'bearer', description: 'An OAuth2 access token from POST /api/oauth2/token (authorization code with PKCE S256; metadata at /.well-known/oauth-authorization-server), carrying the scope the route names; or a satellite credential (`service_satkey_…`, `service_satellite_…`) on satellite routes.' },
         },
       },
     },
