@@ -232,6 +232,13 @@ describe.each(DIALECTS)('HTTP conventions on %s', (dialect) => {
     expect(all).toContain('[redacted]')
   })
 
+  it('request logs leave out query strings, where links carry tokens', async () => {
+    await subject.app.inject({ method: 'GET', url: '/api/auth/email/verify?token=verify-secret-4' })
+    const all = logLines.join('\n')
+    expect(all).toContain('/api/auth/email/verify?[query omitted]')
+    expect(all).not.toContain('verify-secret-4')
+  })
+
   it('security headers are set (helmet)', async () => {
     const response = await subject.app.inject({ method: 'GET', url: '/api/health' })
     expect(response.headers['x-content-type-options']).toBe('nosniff')
