@@ -59,7 +59,7 @@ const conventionRoutes: FastifyPluginAsync = async (app) => {
   })
 
   app.post('/api/test/log-secrets', { config: open, schema: { tags: ['Test'], summary: 'log', response: { 200: Echo } } }, async (request) => {
-    request.log.info({ login: { password: 'pw-secret-0', token: 'tok-secret-1' } }, 'handling a login')
+    request.log.info({ login: { password: 'pw-secret-0', token: 'tok-secret-1' }, refresh_token: 'tok-secret-5' }, 'handling a login')
     return { success: true as const, data: null }
   })
 }
@@ -228,7 +228,7 @@ describe.each(DIALECTS)('HTTP conventions on %s', (dialect) => {
     })
     const all = logLines.join('\n')
     expect(all).toContain('handling a login')
-    for (const secret of ['pw-secret-0', 'tok-secret-1', 'tok-secret-2', 'sess-secret-3']) expect(all).not.toContain(secret)
+    for (const secret of ['pw-secret-0', 'tok-secret-1', 'tok-secret-2', 'sess-secret-3', 'tok-secret-5']) expect(all).not.toContain(secret)
     expect(all).toContain('[redacted]')
   })
 
