@@ -18,16 +18,14 @@ export function installErrorHandler(app: FastifyInstance, { bodyLimit }: { bodyL
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const appError = toAppError(error, bodyLimit)
     // OAuth protocol endpoints answer RFC 6749 errors for every failure (SPEC §2.1).
-    const oauth = request.routeOptions.config?.oauthErrors
-    if (oauth !== undefined && appError.oauthError === undefined) appError.oauthError = rfcErrorFor(appError.statusCode, oauth)
+    const oauthStyle = request.routeOptions.config?.oauthErrors
+    const rfcError = appError.oauthError ?? (oauthStyle === undefined ? undefined : rfcErrorFor(appError.statusCode, oauthStyle))
     if (appError.statusCode >= 500) request.log.error({ err: error }, 'request failed')
     else request.log.info({ code: appError.code, statusCode: appError.statusCode }, appError.message)
     if (appError.headers) reply.headers(appError.headers)
     return reply.code(appError.statusCode).send({
       success: false,
-      ...(appError.oauthError === undefined
-        ? { error: appError.message }
-        : { error: appError.oauthError, error_description: appError.message }),
+      ...(rfcError === undefined ? { error: appError.message } : { error: rfcError, error_description: appError.message }),
       code: appError.code,
       ...(appError.details === undefined ? {} : { details: appError.details }),
     })

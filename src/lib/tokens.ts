@@ -1,4 +1,4 @@
-import { createHmac, randomBytes } from 'node:crypto'
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
 
 /** 256 random bits, URL-safe: sessions, OAuth tokens, reset and verification tokens. */
 export function randomToken(): string {
@@ -14,4 +14,11 @@ export type Digester = (token: string) => string
 
 export function createDigester(key: Buffer): Digester {
   return (token) => createHmac('sha256', key).update(token).digest('base64url')
+}
+
+/** Compares a presented secret with the expected one in constant time (for equal lengths). */
+export function sameSecret(presented: string, expected: string): boolean {
+  const left = Buffer.from(presented)
+  const right = Buffer.from(expected)
+  return left.length === right.length && timingSafeEqual(left, right)
 }

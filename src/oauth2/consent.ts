@@ -1,11 +1,11 @@
-import { createHmac, timingSafeEqual } from 'node:crypto'
+import { createHmac } from 'node:crypto'
 import type { Scope } from '../auth/policies.js'
 import type { SessionCaller } from '../auth/sessions.js'
 import { newId } from '../db/ids.js'
 import type { OAuthGrantRow, OAuthRequestRow } from '../db/repositories/oauth.js'
 import type { UserRow } from '../db/repositories/users.js'
 import { AppError, errors } from '../http/errors.js'
-import { randomToken } from '../lib/tokens.js'
+import { randomToken, sameSecret } from '../lib/tokens.js'
 import { findClient, type OAuthClient } from './clients.js'
 import { clientRedirect, issuerOf, loginEnabled, nowOf, type OAuthDeps } from './deps.js'
 import { anotherSession, consentDisabled } from './errors.js'
@@ -80,9 +80,7 @@ export class Consent {
 
   /** The sign-in form on the consent page gave the browser a new session: the request is now its. */
   async adopt(requestId: string, sessionId: string): Promise<void> {
-    const { repository } = this.deps
-    if ((await repository.findRequest(requestId, nowOf(this.deps))) === undefined) throw errors.notFound('Authorization request')
-    await repository.rebindRequest(requestId, sessionId)
+    if (!(await this.deps.repository.rebindRequest(requestId, sessionId, nowOf(this.deps)))) throw errors.notFound('Authorization request')
   }
 
   /** POST /api/oauth2/consent: answers the URL the browser goes back to the client with. */
@@ -92,7 +90,7 @@ export class Consent {
     const request = await repository.findRequest(input.request_id, nowOf(this.deps))
     if (request === undefined) throw errors.notFound('Authorization request')
     if (request.sessionId !== session.credentialId) throw anotherSession()
-    if (!this.csrfMatches(input.csrf_token, request.id, session.credentialId)) {
+    if (!sameSecret(input.csrf_token, this.csrfToken(request.id, session.credentialId))) {
       throw new AppError(403, 'INVALID_CSRF_TOKEN', 'The form is stale or was not sent by this page: reload the consent page.')
     }
     let teamId: string | null = null
@@ -143,11 +141,5 @@ export class Consent {
 
   csrfToken(requestId: string, sessionId: string): string {
     return createHmac('sha256', this.deps.csrfKey).update(`${requestId}.${sessionId}`).digest('base64url')
-  }
-
-  private csrfMatches(presented: string, requestId: string, sessionId: string): boolean {
-    const expected = Buffer.from(this.csrfToken(requestId, sessionId))
-    const given = Buffer.from(presented)
-    return given.length === expected.length && timingSafeEqual(given, expected)
   }
 }

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto'
 import type { Scope } from '../auth/policies.js'
+import { escapeHtml } from '../lib/html.js'
 import { SCOPE_DESCRIPTIONS } from './scopes.js'
 
 /**
@@ -39,8 +40,6 @@ export function pagePolicy(formTargets: readonly string[] = []): string {
   ].join('; ')
 }
 
-const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }
-export const escapeHtml = (value: string): string => value.replace(/[&<>"']/g, (character) => ESCAPES[character]!)
 
 function layout(title: string, body: string): string {
   return `<!doctype html>

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
+import { escapeHtml } from '../../src/lib/html.js'
 import {
   PRODUCT_NAME,
-  escapeHtml,
   passwordChangedMail,
   passwordResetMail,
   testMail,

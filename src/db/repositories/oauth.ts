@@ -72,8 +72,13 @@ export function oauthRepository(database: Database, executor: Db = database.db) 
     },
 
     /** A sign-in on the consent page: the request passes to the session just created. */
-    async rebindRequest(id: string, sessionId: string): Promise<void> {
-      await db.update(t.oauthRequests).set({ sessionId }).where(eq(t.oauthRequests.id, id))
+    async rebindRequest(id: string, sessionId: string, now: Date): Promise<boolean> {
+      const rows = await db
+        .update(t.oauthRequests)
+        .set({ sessionId })
+        .where(and(eq(t.oauthRequests.id, id), gt(t.oauthRequests.expiresAt, now)))
+        .returning({ id: t.oauthRequests.id })
+      return rows.length === 1
     },
 
     /** Single use by one conditional delete: of two decisions on one request, one gets the row. */

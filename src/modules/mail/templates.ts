@@ -1,3 +1,5 @@
+import { escapeHtml } from '../../lib/html.js'
+
 /**
  * SPEC §4.5: every mail has a plain-text and an HTML part and names the product. The HTML part
  * escapes every value it did not write itself (user names, links); the text part is not HTML
@@ -12,11 +14,6 @@ export interface MailContent {
   html: string
 }
 
-const HTML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }
-
-export function escapeHtml(value: string): string {
-  return value.replace(/[&<>"']/g, (character) => HTML_ESCAPES[character]!)
-}
 
 /**
  * A mail as written here. Paragraphs hold `{name}` placeholders rather than interpolated values,

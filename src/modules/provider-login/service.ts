@@ -1,4 +1,3 @@
-import { timingSafeEqual } from 'node:crypto'
 import type { Config } from '../../config.js'
 import { newId } from '../../db/ids.js'
 import type { TeamsRepository } from '../../db/repositories/teams.js'
@@ -6,7 +5,7 @@ import type { UserRow, UsersRepository } from '../../db/repositories/users.js'
 import type { Database } from '../../db/types.js'
 import { AppError, errors } from '../../http/errors.js'
 import type { Clock } from '../../lib/clock.js'
-import { randomToken, type Digester } from '../../lib/tokens.js'
+import { randomToken, sameSecret, type Digester } from '../../lib/tokens.js'
 import type { ProviderStatesRepository } from '../../db/repositories/provider-states.js'
 import type { AuditLog } from '../audit/service.js'
 import { loginDisabled } from '../auth/service.js'
@@ -67,7 +66,7 @@ export class ProviderLogin {
    */
   async complete(input: { code: string | undefined; state: string | undefined; expectedState: string | undefined; providerError: string | undefined; ip: string }) {
     // The state must be the one this browser was given, and one the server still holds.
-    if (!input.state || !input.expectedState || !sameString(input.state, input.expectedState)) throw stateMismatch()
+    if (!input.state || !input.expectedState || !sameSecret(input.state, input.expectedState)) throw stateMismatch()
     const pending = await this.deps.states.consume(this.deps.digest(input.state), new Date(this.deps.clock.now()))
     if (pending === undefined) throw stateMismatch()
     const credentials = await this.credentials()
@@ -154,10 +153,4 @@ export class ProviderLogin {
       throw new Error('no free username')
     })
   }
-}
-
-function sameString(a: string, b: string): boolean {
-  const left = Buffer.from(a)
-  const right = Buffer.from(b)
-  return left.length === right.length && timingSafeEqual(left, right)
 }
