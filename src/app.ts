@@ -18,7 +18,7 @@ import type { Caller, CredentialVerifiers } from './auth/caller.js'
 import type { Config } from './config.js'
 import { DatabaseLifecycle } from './db/lifecycle.js'
 import { csrfGuard } from './http/csrf.js'
-import { installErrorHandler } from './http/error-handler.js'
+import { clientErrorHandler, frameworkErrors, installErrorHandler, MAX_PARAM_LENGTH } from './http/error-handler.js'
 import { errors } from './http/errors.js'
 import { installGracefulClose } from './http/graceful-close.js'
 import { loggerOptions } from './http/logging.js'
@@ -63,14 +63,17 @@ export interface BuildOptions {
 export async function buildApp(config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
   const clock = options.clock ?? systemClock
   const limits: AbuseLimits = { ...DEFAULT_LIMITS, ...options.limits }
+  const headers = securityHeaders(config)
   const app = Fastify({
     logger: options.logger ?? loggerOptions(config),
     genReqId: requestId,
     requestIdHeader: false,
     bodyLimit: BODY_LIMIT,
     trustProxy: config.trustProxy,
-    // Long path parameters reach the schemas (and a 4xx envelope) instead of the router's own 414.
-    routerOptions: { maxParamLength: 1000 },
+    // Long path parameters reach the schemas; past this, the router refuses them (400 envelope).
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    frameworkErrors: frameworkErrors(headers),
+    clientErrorHandler: clientErrorHandler(headers),
     return503OnClosing: true,
     forceCloseConnections: 'idle',
   }).withTypeProvider<TypeBoxTypeProvider>()
@@ -97,7 +100,6 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
 
   // The one onRequest hook: headers every answer carries, the setup gate, then the route policy
   // (SPEC §3.2). Callback style keeps public routes free of promise overhead.
-  const headers = securityHeaders(config)
   const crossSite = csrfGuard(config)
   app.addHook('onRequest', (request, reply, done) => {
     reply.headers(headers)

@@ -30,10 +30,17 @@ export const Ok = <T extends TSchema>(data: T, description?: string) =>
 
 export const OkMessage = Type.Object({ success: Type.Literal(true), message: Type.String() })
 
-/** SPEC §2.4 */
+/**
+ * The deepest offset a list serves. Offsets are bounded like every number a query string takes
+ * (the route guard refuses an unbounded one at boot); deeper pages of an `OFFSET` scan would be
+ * slow anyway, and lists offer filters to narrow them instead.
+ */
+export const MAX_OFFSET = 1_000_000
+
+/** Every list: `limit` 1–100 (default 20), `offset` 0–1 000 000 (default 0); out of range → 400. */
 export const PaginationQuery = {
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
-  offset: Type.Optional(Type.Integer({ minimum: 0, default: 0 })),
+  offset: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_OFFSET, default: 0 })),
 }
 
 export const Pagination = Type.Object({

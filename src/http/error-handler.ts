@@ -1,6 +1,12 @@
-import type { FastifyError, FastifyInstance } from 'fastify'
+import { randomUUID } from 'node:crypto'
+import { STATUS_CODES } from 'node:http'
+import type { Socket } from 'node:net'
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify'
 import { AppError, errors } from './errors.js'
 import { toFieldProblems } from './validation.js'
+
+/** The router's limit on one path parameter; longer ones answer 400 before routing. */
+export const MAX_PARAM_LENGTH = 1000
 
 const BODY_LIMIT_CODES = new Set(['FST_ERR_CTP_BODY_TOO_LARGE'])
 const BAD_JSON_CODES = new Set(['FST_ERR_CTP_EMPTY_JSON_BODY', 'FST_ERR_CTP_INVALID_JSON_BODY'])
@@ -13,27 +19,65 @@ const UNIQUE_VIOLATION_CODES = new Set(['23505', 'SQLITE_CONSTRAINT_UNIQUE', 'SQ
 /** A write that refers to a row deleted meanwhile (a concurrent delete), not a server fault. */
 const FOREIGN_KEY_CODES = new Set(['23503', 'SQLITE_CONSTRAINT_FOREIGNKEY'])
 
-/** SPEC §2.3: every thrown error becomes one envelope here, and only here. */
+/** Every thrown error becomes one envelope here, and only here. */
 export function installErrorHandler(app: FastifyInstance, { bodyLimit }: { bodyLimit: number }): void {
-  app.setErrorHandler((error: FastifyError, request, reply) => {
-    const appError = toAppError(error, bodyLimit)
-    // OAuth protocol endpoints answer RFC 6749 errors for every failure (SPEC §2.1).
-    const oauthStyle = request.routeOptions.config?.oauthErrors
-    const rfcError = appError.oauthError ?? (oauthStyle === undefined ? undefined : rfcErrorFor(appError.statusCode, oauthStyle))
-    if (appError.statusCode >= 500) request.log.error({ err: error }, 'request failed')
-    else request.log.info({ code: appError.code, statusCode: appError.statusCode }, appError.message)
-    if (appError.headers) reply.headers(appError.headers)
-    return reply.code(appError.statusCode).send({
-      success: false,
-      ...(rfcError === undefined ? { error: appError.message } : { error: rfcError, error_description: appError.message }),
-      code: appError.code,
-      ...(appError.details === undefined ? {} : { details: appError.details }),
-    })
-  })
+  app.setErrorHandler((error: FastifyError, request, reply) => sendError(request, reply, toAppError(error, bodyLimit), error))
 
   app.setNotFoundHandler((request) => {
     throw errors.routeNotFound(request.method, request.url)
   })
+}
+
+function sendError(request: FastifyRequest, reply: FastifyReply, appError: AppError, cause: unknown): FastifyReply {
+  // OAuth protocol endpoints answer RFC 6749 errors for every failure.
+  const oauthStyle = request.routeOptions?.config?.oauthErrors
+  const rfcError = appError.oauthError ?? (oauthStyle === undefined ? undefined : rfcErrorFor(appError.statusCode, oauthStyle))
+  if (appError.statusCode >= 500) request.log.error({ err: cause }, 'request failed')
+  else request.log.info({ code: appError.code, statusCode: appError.statusCode }, appError.message)
+  if (appError.headers) reply.headers(appError.headers)
+  return reply.code(appError.statusCode).send({
+    success: false,
+    ...(rfcError === undefined ? { error: appError.message } : { error: rfcError, error_description: appError.message }),
+    code: appError.code,
+    ...(appError.details === undefined ? {} : { details: appError.details }),
+  })
+}
+
+/**
+ * Errors the router raises before any route or hook runs (a malformed percent-encoding, a path
+ * parameter past the router's limit): the same envelope, headers and request id as any answer.
+ */
+export function frameworkErrors(headers: Readonly<Record<string, string>>): NonNullable<FastifyServerOptions['frameworkErrors']> {
+  return (error, request, reply) => {
+    reply.headers(headers)
+    reply.header('x-request-id', request.id)
+    const appError = error.code === 'FST_ERR_MAX_PARAM_LENGTH'
+      ? errors.validation([{ field: 'params', message: `must be at most ${MAX_PARAM_LENGTH} characters`, in: 'params' }])
+      : error.code === 'FST_ERR_BAD_URL' ? errors.invalidUrl() : toAppError(error, 0)
+    void sendError(request, reply, appError, error)
+  }
+}
+
+/**
+ * Requests Node's HTTP parser refuses before Fastify sees them (a request line or headers past
+ * 16 KiB, bytes that are not HTTP): an envelope written straight to the socket, then closed.
+ */
+export function clientErrorHandler(headers: Readonly<Record<string, string>>): NonNullable<FastifyServerOptions['clientErrorHandler']> {
+  const fixed = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('')
+  return function onClientError(this: FastifyInstance, error: Error & { code?: string }, socket: Socket) {
+    if (error.code === 'ECONNRESET' || !socket.writable) return
+    const [status, code, text] =
+      error.code === 'HPE_HEADER_OVERFLOW' ? [431, 'HEADERS_TOO_LARGE', 'The request line and headers are larger than 16 KiB.'] as const
+      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? [408, 'REQUEST_TIMEOUT', 'The request was not received in time.'] as const
+      : [400, 'BAD_REQUEST', 'The request is not valid HTTP.'] as const
+    const id = randomUUID()
+    const body = JSON.stringify({ success: false, error: text, code })
+    this.log.info({ reqId: id, code, parserError: error.code }, text)
+    socket.end(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json; charset=utf-8\r\n` +
+      `content-length: ${Buffer.byteLength(body)}\r\nx-request-id: ${id}\r\n${fixed}connection: close\r\n\r\n${body}`,
+    )
+  }
 }
 
 export interface OAuthErrorStyle {

@@ -56,6 +56,7 @@ export const errors = {
   notFound: (what = 'Resource') => new AppError(404, 'NOT_FOUND', `${what} not found.`),
   routeNotFound: (method: string, url: string) =>
     new AppError(404, 'NOT_FOUND', `Route ${method} ${url.split('?')[0]} not found.`),
+  invalidUrl: () => new AppError(400, 'INVALID_URL', 'The request URL is malformed (invalid percent-encoding).'),
   conflict: (code: string, message: string) => new AppError(409, code, message),
   payloadTooLarge: (limit: number) =>
     new AppError(413, 'PAYLOAD_TOO_LARGE', `The request body is larger than ${limit} bytes.`),

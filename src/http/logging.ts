@@ -45,11 +45,36 @@ function censorSecrets(object: Record<string, unknown>): Record<string, unknown>
   return copy ?? object
 }
 
-/** pino options: secrets never reach the log (SPEC §8). */
+/** Properties of an error worth logging; anything else (a failed query's parameters, PostgreSQL's `detail` with the row) stays out. */
+const ERROR_FIELDS = ['code', 'statusCode', 'errno', 'syscall', 'address', 'port', 'severity', 'constraint', 'table', 'column', 'routine'] as const
+const MAX_CAUSES = 4
+
+/**
+ * Errors as log lines show them. Drizzle's failed-query error puts the statement's parameters in
+ * its message (an Argon2 hash, a token digest, an email…); the statement text is kept, the values
+ * are not. Only known fields are copied, so a driver adding a field cannot leak it either.
+ */
+export function errorForLog(error: unknown, depth = 0): unknown {
+  if (!(error instanceof Error)) return error
+  const record = error as Error & Record<string, unknown>
+  const message = typeof record.query === 'string' && 'params' in record ? `Failed query: ${record.query}` : error.message
+  const logged: Record<string, unknown> = {
+    type: error.name,
+    message,
+    stack: error.stack?.replace(error.message, message),
+  }
+  for (const field of ERROR_FIELDS) if (record[field] !== undefined) logged[field] = record[field]
+  if (error.cause !== undefined && depth < MAX_CAUSES) logged.cause = errorForLog(error.cause, depth + 1)
+  return logged
+}
+
+const logError = (error: Error) => errorForLog(error) as { type: string; message: string; stack: string }
+
+/** pino options: secrets never reach the log. */
 export function loggerOptions(config: Config): FastifyServerOptions['logger'] {
   return {
     level: config.logLevel,
-    serializers: { req: requestForLog },
+    serializers: { req: requestForLog, err: logError, error: logError },
     formatters: { log: censorSecrets },
     // Exact paths only (cheap); should a serializer ever log headers, these stay hidden.
     redact: {

@@ -38,6 +38,29 @@ function looseObjectPath(node: unknown, path: string): string | null {
   return null
 }
 
+/**
+ * Where in a query or path schema a number lacks a `minimum` or `maximum`, or null. Text coerced
+ * to a number can be as large as `99999999999999999999999`; a bound keeps it from the database.
+ */
+function unboundedNumberPath(node: unknown, path: string): string | null {
+  if (node === null || typeof node !== 'object') return null
+  const schema = node as Record<string, unknown>
+  const types = Array.isArray(schema.type) ? schema.type : [schema.type]
+  const numeric = types.includes('integer') || types.includes('number')
+  if (numeric && schema.enum === undefined && schema.const === undefined && (schema.minimum === undefined || schema.maximum === undefined)) return path
+  for (const [key, value] of Object.entries((schema.properties ?? {}) as Record<string, unknown>)) {
+    const found = unboundedNumberPath(value, `${path}.${key}`)
+    if (found !== null) return found
+  }
+  for (const keyword of ['anyOf', 'oneOf', 'allOf'] as const) {
+    for (const value of (schema[keyword] ?? []) as unknown[]) {
+      const found = unboundedNumberPath(value, path)
+      if (found !== null) return found
+    }
+  }
+  return schema.items === undefined ? null : unboundedNumberPath(schema.items, `${path}[]`)
+}
+
 type RouteDefaults = Pick<NonNullable<RouteOptions['config']>, 'auth' | 'beforeSetup'>
 
 const kRouteDefaults = Symbol('routeDefaults')
@@ -78,6 +101,14 @@ export function installRouteGuard(app: FastifyInstance, { limiter }: { limiter: 
       if (loose !== null) {
         throw new Error(`Route ${name}: the object at ${loose} must set additionalProperties: false (SPEC §2.2)`)
       }
+    }
+    // Path parameters are validated like everything else (unstorable text, lengths, formats).
+    if (route.url.includes(':') && schema.params === undefined) {
+      throw new Error(`Route ${name} has path parameters but no params schema`)
+    }
+    for (const part of ['querystring', 'params'] as const) {
+      const unbounded = schema[part] === undefined ? null : unboundedNumberPath(schema[part], part)
+      if (unbounded !== null) throw new Error(`Route ${name}: the number at ${unbounded} needs a minimum and a maximum`)
     }
     schema.security = openApiSecurity(auth)
     schema.response = { '4xx': ErrorRef, '5xx': ErrorRef, ...(schema.response as object | undefined) }

@@ -4,18 +4,88 @@ import type { FastifyInstance, FastifySchemaCompiler } from 'fastify'
 import type { FieldProblem } from './errors.js'
 
 /**
- * Two validators (SPEC §2.2). Query strings, params and headers arrive as text and are coerced
- * to the schema's types; bodies are JSON and are not (a boolean setting refuses "true").
- * Neither strips unknown properties: schemas say `additionalProperties: false` and the request
- * is refused.
+ * Two validators. Query strings, params and headers arrive as text and are coerced to the
+ * schema's types; bodies are JSON and are not (a boolean setting refuses "true"). Neither strips
+ * unknown properties: schemas say `additionalProperties: false` and the request is refused.
+ * Numbers must be finite: "Infinity" or 1e999 is not an integer.
  */
 export function installValidators(app: FastifyInstance): void {
-  const base = { allErrors: true, removeAdditional: false, useDefaults: true, strict: false } as const
+  const base = { allErrors: true, removeAdditional: false, useDefaults: true, strict: false, strictNumbers: true } as const
   const coercing = addFormats.default(new Ajv({ ...base, coerceTypes: 'array' }))
   const strict = addFormats.default(new Ajv({ ...base, coerceTypes: false }))
   const compiler: FastifySchemaCompiler<object> = ({ schema, httpPart }) =>
-    (httpPart === 'body' ? strict : coercing).compile(schema)
+    httpPart === 'body' ? refusingUnstorableText(strict.compile(schema)) : refusingUnstorableText(refusingNonFinite(coercing.compile(schema)))
   app.setValidatorCompiler(compiler)
+}
+
+type Validate = ((data: unknown) => boolean) & { errors?: ErrorObject[] | null }
+
+/**
+ * Text no database can store is refused before the schema runs, for every route and request
+ * part: the NUL character (PostgreSQL's text types cannot hold it, so SQLite refuses it too for
+ * one behaviour on both) and unpaired UTF-16 surrogates (`"\ud800"` in JSON), which are not
+ * Unicode and which PostgreSQL's JSON types reject.
+ */
+function refusingUnstorableText(validate: Validate): Validate {
+  const guarded: Validate = (data) => {
+    const path = unstorableTextPath(data, '', 0)
+    if (path !== null) {
+      guarded.errors = [{
+        instancePath: path, schemaPath: '#', keyword: 'unstorableText', params: {},
+        message: 'must not contain NUL characters or unpaired surrogates',
+      }]
+      return false
+    }
+    const valid = validate(data)
+    guarded.errors = validate.errors
+    return valid
+  }
+  return guarded
+}
+
+/**
+ * Ajv coerces the text "Infinity" (or "1e999") to a number and then skips the numeric keywords
+ * for non-finite values, so `maximum` lets it through; coerced values are checked here.
+ */
+function refusingNonFinite(validate: Validate): Validate {
+  const guarded: Validate = (data) => {
+    const valid = validate(data)
+    guarded.errors = validate.errors
+    if (!valid || data === null || typeof data !== 'object') return valid
+    for (const [key, value] of Object.entries(data)) {
+      const values: unknown[] = Array.isArray(value) ? value : [value]
+      if (values.some((item) => typeof item === 'number' && !Number.isFinite(item))) {
+        guarded.errors = [{ instancePath: `/${key}`, schemaPath: '#', keyword: 'finite', params: {}, message: 'must be a finite number' }]
+        return false
+      }
+    }
+    return true
+  }
+  return guarded
+}
+
+const MAX_DEPTH = 64
+
+const unstorable = (text: string): boolean => text.includes('\u0000') || !(text as string & { isWellFormed(): boolean }).isWellFormed()
+
+/** The JSON pointer of the first string (or key) holding unstorable text, or null. */
+function unstorableTextPath(value: unknown, path: string, depth: number): string | null {
+  if (typeof value === 'string') return unstorable(value) ? path : null
+  if (value === null || typeof value !== 'object' || depth > MAX_DEPTH) return null
+  if (Array.isArray(value)) {
+    for (let index = 0; index < value.length; index++) {
+      const found = unstorableTextPath(value[index], `${path}/${index}`, depth + 1)
+      if (found !== null) return found
+    }
+    return null
+  }
+  for (const key in value) {
+    const keyPath = `${path}/${key.replace(/~/g, '~0').replace(/\//g, '~1')}`
+    if (unstorable(key)) return keyPath
+    const found = unstorableTextPath((value as Record<string, unknown>)[key], keyPath, depth + 1)
+    if (found !== null) return found
+  }
+  return null
 }
 
 export function toFieldProblems(errors: ErrorObject[] | readonly Partial<ErrorObject>[], location: string): FieldProblem[] {

@@ -43,8 +43,11 @@ export async function registerClient(deps: OAuthDeps, body: ClientRegistration, 
     scope: formatScope(scopes),
     createdAt: now,
   }
-  await deps.repository.insertClient(client)
-  await deps.audit.record('oauth.client_registered', { ip: context.ip, target: client.id, details: { client_name: client.name, redirect_uris: redirectUris } })
+  // The client and its audit event land together or not at all: no client whose id nobody received.
+  await deps.database.transaction(async (tx) => {
+    await deps.repository.with(tx).insertClient(client)
+    await deps.audit.record('oauth.client_registered', { ip: context.ip, target: client.id, details: { client_name: client.name, redirect_uris: redirectUris } }, tx)
+  })
   return {
     client_id: client.id,
     client_id_issued_at: Math.floor(now.getTime() / 1000),

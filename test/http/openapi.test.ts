@@ -52,10 +52,16 @@ const testRoute = (method: HTTPMethods, url: string, auth: RoutePolicy, withBody
     tags: ['Test'],
     summary: `Test route (${auth.kind})`,
     ...(withBody ? { body: Type.Object({ name: Type.String() }, { additionalProperties: false }) } : {}),
+    ...(url.includes(':') ? { params: pathParams(url) } : {}),
     response: { 200: Ok(Type.Object({})) },
   },
   handler: ok,
 })
+
+function pathParams(url: string) {
+  const names = [...url.matchAll(/:(\w+)/g)].map((match) => match[1]!)
+  return Type.Object(Object.fromEntries(names.map((name) => [name, Type.String({ maxLength: 100 })])))
+}
 
 /** Test-only routes of every policy kind, so the contract is checked for each. */
 const testRoutes: FastifyPluginAsync = async (app) => {
@@ -330,6 +336,21 @@ describe('routes that break the contract fail the boot', () => {
   ])('a body with %s that accepts unknown properties, naming where', async (_label, body, where) => {
     await expect(ctx.build({ extend: extend({ config: { auth: policy.public() }, schema: { ...summary, body } }) }))
       .rejects.toThrow(where)
+  })
+
+  it('a route with path parameters but no params schema', async () => {
+    await expect(ctx.build({ extend: extend({ url: '/api/test/broken/:id', config: { auth: policy.public() }, schema: summary }) }))
+      .rejects.toThrow(/POST \/api\/test\/broken\/:id has path parameters but no params schema/)
+  })
+
+  it.each([
+    ['querystring', Type.Object({ offset: Type.Integer({ minimum: 0 }) }, { additionalProperties: false }), 'querystring.offset'],
+    ['querystring', Type.Object({ size: Type.Optional(Type.Number({ maximum: 10 })) }, { additionalProperties: false }), 'querystring.size'],
+    ['params', Type.Object({ page: Type.Integer() }), 'params.page'],
+  ])('a number in the %s without both bounds, naming where', async (part, schema, where) => {
+    const url = part === 'params' ? '/api/test/broken/:page' : '/api/test/broken'
+    await expect(ctx.build({ extend: extend({ url, config: { auth: policy.public() }, schema: { ...summary, [part]: schema } }) }))
+      .rejects.toThrow(`the number at ${where} needs a minimum and a maximum`)
   })
 
   it('while the same routes with a policy and closed objects boot', async () => {

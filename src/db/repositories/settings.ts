@@ -1,5 +1,5 @@
 import { and, eq, inArray, isNull, sql } from 'drizzle-orm'
-import type { Database } from '../types.js'
+import type { Database, Db } from '../types.js'
 
 export interface SettingRow {
   key: string
@@ -58,12 +58,16 @@ export function settingsRepository({ db, t, transaction }: Database) {
       return rows.map((row) => row.key)
     },
 
-    /** All-or-nothing: every write lands with one revision bump, or none does. */
-    async write(writes: SettingWrite[], at: Date): Promise<number> {
+    /**
+     * All-or-nothing: every write lands with one revision bump, or none does. `alongside` joins
+     * the same transaction (the audit event of the change).
+     */
+    async write(writes: SettingWrite[], at: Date, alongside?: (tx: Db) => Promise<void>): Promise<number> {
       return transaction(async (tx) => {
         for (const { key, value } of writes) {
           await tx.update(t.settings).set({ value, setAt: at, updatedAt: at }).where(eq(t.settings.key, key))
         }
+        await alongside?.(tx)
         return bumpRevision(tx)
       })
     },

@@ -58,11 +58,13 @@ export class EmailFlows {
     const now = new Date(clock.now())
     const row = await tokens.findByDigest(digest(token), 'verify_email')
     if (row === undefined || row.usedAt !== null || row.expiresAt <= now) throw invalidToken()
-    if (!(await tokens.consume(row.id, now))) throw invalidToken()
-    const user = await users.update(row.userId, { emailVerified: true, updatedAt: now })
-    if (user === undefined) throw invalidToken()
-    await audit.record('user.email_verified', { actorId: user.id, target: user.id })
-    return user
+    return this.deps.database.transaction(async (tx) => {
+      if (!(await tokens.with(tx).consume(row.id, now))) throw invalidToken()
+      const user = await users.with(tx).update(row.userId, { emailVerified: true, updatedAt: now })
+      if (user === undefined) throw invalidToken()
+      await audit.record('user.email_verified', { actorId: user.id, target: user.id }, tx)
+      return user
+    })
   }
 
   /** Same answer whatever the address; a mail only for an existing, unverified account. */
@@ -98,13 +100,16 @@ export class EmailFlows {
     if (row.expiresAt <= now) throw new AppError(400, 'RESET_LINK_EXPIRED', 'This reset link has expired; ask for a new one.')
     const passwordHash = await passwords.hash(newPassword)
     const user = await database.transaction(async (tx) => {
+      // Every reset token of the user dies with the one used: resets of one user take turns.
+      await users.with(tx).lockUser(row.userId)
       if (!(await tokens.with(tx).consume(row.id, now))) throw invalidToken()
       await tokens.with(tx).consumeAllFor(row.userId, 'reset_password', now)
       await sessionsRepository.with(tx).deleteForUser(row.userId)
-      return users.with(tx).update(row.userId, { passwordHash, failedLogins: 0, failedLoginsSince: null, lockedUntil: null, updatedAt: now })
+      const updated = await users.with(tx).update(row.userId, { passwordHash, failedLogins: 0, failedLoginsSince: null, lockedUntil: null, updatedAt: now })
+      if (updated === undefined) throw invalidToken()
+      await audit.record('user.password_reset', { actorId: updated.id, ip, target: updated.id }, tx)
+      return updated
     })
-    if (user === undefined) throw invalidToken()
-    await audit.record('user.password_reset', { actorId: user.id, ip, target: user.id })
     await mail.sendBestEffort({ to: user.email, ...passwordChangedMail({ username: user.username }) })
   }
 

@@ -138,8 +138,8 @@ export class AccountService {
     await this.deps.database.transaction(async (tx) => {
       await users.with(tx).update(user.id, { passwordHash, updatedAt: new Date(clock.now()) })
       await sessionsRepository.with(tx).deleteForUser(user.id, sessionRowId)
+      await audit.record('user.password_changed', { actorId: user.id, ip: context.ip, target: user.id }, tx)
     })
-    await audit.record('user.password_changed', { actorId: user.id, ip: context.ip, target: user.id })
   }
 
   async updateProfile(user: UserRow, patch: { username?: string; first_name?: string; last_name?: string }): Promise<UserRow> {

@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { Caller } from '../../auth/caller.js'
 import { policy } from '../../auth/policies.js'
 import { errors } from '../../http/errors.js'
+import type { Db } from '../../db/types.js'
 import type { AuditLog } from '../audit/service.js'
 import type { SettingView } from './service.js'
 import {
@@ -28,9 +29,12 @@ function settingView(setting: SettingView) {
 
 const actorOf = (caller: Caller | null) => (caller?.kind === 'user' ? caller.userId : null)
 
-/** One event per successful request; the keys only, never a value (secrets never appear). */
-const recordUpdate = (audit: AuditLog, keys: string[], actorId: string | null, ip: string) =>
-  audit.record('settings.updated', { actorId, ip, target: keys.length === 1 ? keys[0]! : null, details: { keys } })
+/**
+ * One event per successful request, written in the change's own transaction; the keys only,
+ * never a value (secrets never appear).
+ */
+const recordUpdate = (audit: AuditLog, keys: string[], actorId: string | null, ip: string) => (tx: Db) =>
+  audit.record('settings.updated', { actorId, ip, target: keys.length === 1 ? keys[0]! : null, details: { keys } }, tx)
 
 /** SPEC §4.4: the global settings, typed, grouped, audited. */
 export const settingsRoutes: FastifyPluginAsyncTypebox = async (app) => {
@@ -80,8 +84,7 @@ export const settingsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   }, async (request) => {
     const { key } = request.params
     if (app.services.settings.definition(key) === undefined) throw errors.notFound('Setting')
-    const [setting] = await app.services.settings.update([{ key, value: request.body.value }])
-    await recordUpdate(app.services.audit, [key], actorOf(request.caller), request.ip)
+    const [setting] = await app.services.settings.update([{ key, value: request.body.value }], recordUpdate(app.services.audit, [key], actorOf(request.caller), request.ip))
     return { success: true as const, message: 'Setting updated.', data: { setting: settingView(setting!) } }
   })
 
@@ -96,8 +99,8 @@ export const settingsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       body: BulkBody, response: { 200: SettingsEnvelope },
     },
   }, async (request) => {
-    const settings = await app.services.settings.update(request.body.settings)
-    await recordUpdate(app.services.audit, settings.map((setting) => setting.key), actorOf(request.caller), request.ip)
+    const keys = request.body.settings.map((setting) => setting.key)
+    const settings = await app.services.settings.update(request.body.settings, recordUpdate(app.services.audit, keys, actorOf(request.caller), request.ip))
     return { success: true as const, message: 'Settings updated.', data: { settings: settings.map(settingView) } }
   })
 }

@@ -1,5 +1,6 @@
 import type { Config } from '../../config.js'
 import type { SettingRow, SettingsRepository } from '../../db/repositories/settings.js'
+import type { Db } from '../../db/types.js'
 import { errors, type FieldProblem } from '../../http/errors.js'
 import type { Clock } from '../../lib/clock.js'
 import type { SecretBox } from '../../lib/secret-box.js'
@@ -112,7 +113,8 @@ export class SettingsService {
   }
 
   /** Validates every change first, then writes all of them in one transaction, or none. */
-  async update(changes: SettingChange[]): Promise<SettingView[]> {
+  /** Validates every change, then writes them all in one transaction, with `alongside` (an audit event) in it. */
+  async update(changes: SettingChange[], alongside?: (tx: Db) => Promise<void>): Promise<SettingView[]> {
     const problems: FieldProblem[] = []
     const seen = new Set<string>()
     for (const { key, value } of changes) {
@@ -131,7 +133,7 @@ export class SettingsService {
       key,
       value: this.encode(this.definitions.get(key)!, value as SettingPrimitive),
     }))
-    await this.repository.write(writes, new Date(this.clock.now()))
+    await this.repository.write(writes, new Date(this.clock.now()), alongside)
     await this.reload()
     return changes.map(({ key }) => this.view(key, this.definitions.get(key)!))
   }
