@@ -54,6 +54,16 @@ export function usersRepository(database: Database, executor: Db = database.db) 
       if (dialect === 'postgresql') await db.execute(sql`select pg_advisory_xact_lock(${ADMINS_LOCK_ID})`)
     },
 
+    /**
+     * Serializes changes to one user's credentials for the rest of the transaction (a row lock
+     * taken before anything else is touched, so concurrent password resets of one user queue
+     * instead of deadlocking on each other's email tokens). SQLite transactions are serialized
+     * already.
+     */
+    async lockUser(id: string): Promise<void> {
+      if (dialect === 'postgresql') await db.execute(sql`select 1 from ${t.users} where ${t.users.id} = ${id} for update`)
+    },
+
     async any(): Promise<boolean> {
       const rows = await db.select({ id: t.users.id }).from(t.users).limit(1)
       return rows.length > 0
