@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { AppError, errors } from '../http/errors.js'
+import { storableText } from '../http/validation.js'
 import type { Services } from '../services.js'
 import type { Caller, UserCaller } from './caller.js'
 import { presentedBearer, presentedSession, SESSION_COOKIE } from './credentials-from-request.js'
@@ -84,7 +85,8 @@ async function authorizeTeam(request: FastifyRequest, caller: UserCaller, permis
   if (caller.role === 'global_admin') return
   const params = request.params as Record<string, string | undefined>
   const teamId = params.teamId ?? params.id
-  const role = teamId === undefined ? null : await services.credentials.teamRole(caller.userId, teamId)
+  // This hook runs before the params are validated: an id no database can hold names no team.
+  const role = teamId === undefined || !storableText(teamId) ? null : await services.credentials.teamRole(caller.userId, teamId)
   // A non-member learns nothing about the team's existence.
   if (role === null) throw errors.notFound('Team')
   if (!roleHas(role, permission)) throw errors.forbidden({ required_permission: permission })

@@ -66,6 +66,9 @@ function refusingNonFinite(validate: Validate): Validate {
 
 const MAX_DEPTH = 64
 
+/** Whether a database can store `text`: no NUL character, no unpaired surrogate. */
+export const storableText = (text: string): boolean => !unstorable(text)
+
 const unstorable = (text: string): boolean => text.includes('\u0000') || !(text as string & { isWellFormed(): boolean }).isWellFormed()
 
 /** The JSON pointer of the first string (or key) holding unstorable text, or null. */

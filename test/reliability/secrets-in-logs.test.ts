@@ -1,0 +1,254 @@
+import { randomBytes } from 'node:crypto'
+import { sql } from 'drizzle-orm'
+import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { sessionCookie } from '../helpers/accounts.js'
+import { createTestContext, TEST_SECRET, type TestApp, type TestContext } from '../helpers/app.js'
+import { DIALECTS } from '../helpers/database.js'
+import { captureLogs, type LogCapture } from '../helpers/log-capture.js'
+import {
+  ALL_SCOPES, authorizeParams, consentDetails, consentRequestId, exchangeCode, getWithBearer, inputValue, introspect, locationOf,
+  pkce, postConsent, postConsentForm, refresh, revoke, startAuthorization, type TokenSet,
+} from '../helpers/oauth.js'
+import { operationsOf, servedDocument } from '../helpers/openapi-document.js'
+import { smtpSettings, startSmtpSink, type ReceivedMail, type SmtpSink } from '../helpers/smtp-sink.js'
+import { rawRows } from '../helpers/sql.js'
+import { sweepAccounts, type SweepAccounts } from '../helpers/sweep-fixtures.js'
+import { runSweep } from '../helpers/sweep.js'
+
+/**
+ * Secrets never reach the log, even at LOG_LEVEL=trace: every line the app writes while the
+ * bad-input sweep, the account and mail flows and the OAuth flows run is captured, and no
+ * password, session cookie, token, code, PKCE verifier, CSRF token, mailed link token, SMTP or
+ * provider secret, encryption secret or Argon2 hash the test saw may appear in it.
+ *
+ * Satellites do not exist yet: when they land, their registration tokens and API keys join the
+ * flows (and the collected secrets) of this file.
+ */
+
+const secretText = (label: string) => `${label}${randomBytes(12).toString('hex')}`
+const FORM = { 'content-type': 'application/x-www-form-urlencoded' }
+
+/** The token of the first `?token=…` link in a mail. */
+function linkToken(mail: ReceivedMail): string {
+  const token = /[?&]token=([A-Za-z0-9_-]+)/.exec(mail.text)?.[1]
+  if (token === undefined) throw new Error(`no link token in the mail "${mail.subject}": ${mail.text}`)
+  return token
+}
+
+describe.each(DIALECTS)('secrets never logged on %s', (dialect) => {
+  let ctx: TestContext
+  let subject: TestApp
+  let app: FastifyInstance
+  let logs: LogCapture
+  let sink: SmtpSink
+  let accounts: SweepAccounts
+  /** Every secret value the test saw, with what it is. */
+  const secrets = new Map<string, string>()
+  const keep = (label: string, value: string | undefined | null) => {
+    if (typeof value !== 'string' || value.length < 8) throw new Error(`expected a secret for ${label}, got ${String(value)}`)
+    secrets.set(value, label)
+    return value
+  }
+  const smtpPassword = secretText('smtp')
+  const providerSecret = secretText('provider')
+
+  const inject = (options: InjectOptions) => app.inject(options)
+  const expectStatus = (response: LightMyRequestResponse, status: number, step: string) =>
+    expect(response.statusCode, `${step}: ${response.body.slice(0, 300)}`).toBe(status)
+  const cookieOf = (response: LightMyRequestResponse, step: string) => keep(`session cookie (${step})`, sessionCookie(response)?.slice('auth_session='.length))
+  const keepTokens = (tokens: TokenSet, step: string) => {
+    keep(`access token (${step})`, tokens.access_token)
+    if (tokens.refresh_token !== undefined) keep(`refresh token (${step})`, tokens.refresh_token)
+  }
+
+  beforeAll(async () => {
+    ctx = await createTestContext(dialect)
+    sink = await startSmtpSink({ auth: { user: 'mailer', pass: smtpPassword } })
+    logs = captureLogs('trace')
+    subject = await ctx.build({ env: { RATE_LIMIT_ENABLED: 'false', LOG_LEVEL: 'trace' }, logger: logs.logger })
+    app = subject.app
+    keep('ENCRYPTION_SECRET', TEST_SECRET)
+    keep('SMTP password', smtpPassword)
+    keep('provider client secret', providerSecret)
+    // The sweep's accounts come first: their admin is the first user, the global admin.
+    accounts = await sweepAccounts(app, () => secretText('pw'))
+  })
+  afterAll(async () => {
+    await ctx?.close()
+    await sink?.close()
+  })
+
+  it('captures the app\'s log lines', async () => {
+    const response = await inject({ method: 'GET', url: '/api/health', headers: { 'x-request-id': 'log-capture-check' } })
+    expectStatus(response, 200, 'health')
+    const lines = logs.lines.filter((line) => line.includes('"log-capture-check"'))
+    expect(lines.length).toBeGreaterThanOrEqual(2)
+    for (const line of lines) expect(JSON.parse(line)).toMatchObject({ level: expect.any(Number), reqId: 'log-capture-check' })
+  })
+
+  it('no secret of the account, mail, OAuth and sweep flows reaches the log', { timeout: 300_000 }, async () => {
+    const admin = { cookie: accounts.admin.cookie }
+    const settings = smtpSettings(sink, {
+      'smtp.username': 'mailer', 'smtp.password': smtpPassword, 'global.require_email_verification': true, 'global.page_url': '',
+    })
+    // Secret settings go through the HTTP API, as an admin would set them.
+    expectStatus(await inject({ method: 'PUT', url: '/api/settings', headers: admin, payload: { settings } }), 200, 'SMTP settings')
+    expectStatus(await inject({ method: 'PUT', url: '/api/settings/provider.oauth.client_secret', headers: admin, payload: { value: providerSecret } }), 200, 'provider secret')
+
+    // Registration with verification, login, forgot and reset password, change password, logout.
+    const email = 'mailflow@example.com'
+    const first = keep('password (registration)', secretText('pw'))
+    expectStatus(await inject({ method: 'POST', url: '/api/auth/email/register', payload: { username: 'mailflow', email, password: first } }), 201, 'register')
+    const verification = keep('verification token', linkToken((await sink.waitFor(1))[0]!))
+    expectStatus(await inject({ method: 'GET', url: `/api/auth/email/verify?token=${verification}` }), 200, 'verify')
+    const login = (password: string) => inject({ method: 'POST', url: '/api/auth/email/login', payload: { login: email, password } })
+    const loggedIn = await login(first)
+    expectStatus(loggedIn, 200, 'login')
+    cookieOf(loggedIn, 'login')
+    expectStatus(await login(keep('wrong password', secretText('pw'))), 401, 'wrong password')
+
+    sink.clear()
+    expectStatus(await inject({ method: 'POST', url: '/api/auth/email/forgot-password', payload: { email } }), 200, 'forgot password')
+    const reset = keep('reset token', linkToken((await sink.waitFor(1))[0]!))
+    const second = keep('password (reset)', secretText('pw'))
+    expectStatus(await inject({ method: 'POST', url: '/api/auth/email/reset-password', payload: { token: reset, new_password: second } }), 200, 'reset')
+    const afterReset = await login(second)
+    expectStatus(afterReset, 200, 'login after reset')
+    const resetCookie = cookieOf(afterReset, 'after reset')
+    const third = keep('password (changed)', secretText('pw'))
+    expectStatus(await inject({
+      method: 'PUT', url: '/api/auth/email/change-password', headers: { cookie: `auth_session=${resetCookie}` },
+      payload: { current_password: second, new_password: third },
+    }), 200, 'change password')
+    const current = await login(third)
+    expectStatus(current, 200, 'login after change')
+    const cookie = `auth_session=${cookieOf(current, 'after change')}`
+    const leaving = await login(third)
+    expectStatus(await inject({ method: 'POST', url: '/api/auth/logout', headers: { cookie: `auth_session=${cookieOf(leaving, 'logout')}` } }), 200, 'logout')
+    expectStatus(await inject({ method: 'POST', url: '/api/admin/email/test', headers: admin, payload: { email: 'admin-test@example.com' } }), 200, 'test mail')
+
+    // OAuth, JSON consent: authorize, consent, code exchange, userinfo, refresh, introspect, revoke, replays.
+    const pair = pkce()
+    keep('code_verifier', pair.verifier)
+    const started = await startAuthorization(app, authorizeParams(pair.challenge, { scope: 'user:read teams:read offline_access' }), cookie)
+    const requestId = consentRequestId(locationOf(started))!
+    const details = await consentDetails(app, requestId, cookie)
+    expectStatus(details, 200, 'consent details')
+    const csrf = keep('consent CSRF token', details.json().data.csrf_token)
+    const decided = await postConsent(app, { request_id: requestId, decision: 'approve', csrf_token: csrf }, cookie)
+    expectStatus(decided, 200, 'consent')
+    const code = keep('authorization code', new URL(decided.json().data.redirect_url).searchParams.get('code'))
+    const exchanged = await exchangeCode(app, { code, verifier: pair.verifier })
+    expectStatus(exchanged, 200, 'code exchange')
+    const tokens: TokenSet = exchanged.json()
+    keepTokens(tokens, 'code exchange')
+    expectStatus(await getWithBearer(app, '/api/oauth2/userinfo', tokens.access_token), 200, 'userinfo')
+    const refreshed = await refresh(app, tokens.refresh_token!)
+    expectStatus(refreshed, 200, 'refresh')
+    const next: TokenSet = refreshed.json()
+    keepTokens(next, 'refresh')
+    const introspected = await introspect(app, next.access_token, admin)
+    expectStatus(introspected, 200, 'introspect')
+    expect(introspected.json().active).toBe(true)
+    expectStatus(await revoke(app, { token: next.refresh_token!, client_id: 'service-gateway-cli' }), 200, 'revoke')
+    expectStatus(await exchangeCode(app, { code, verifier: pair.verifier }), 400, 'code replay')
+    expectStatus(await refresh(app, tokens.refresh_token!), 400, 'refresh token replay')
+
+    // OAuth, the browser's way: no session yet, the consent page's sign-in form, the HTML consent form.
+    const browserPair = pkce()
+    keep('code_verifier (browser)', browserPair.verifier)
+    const anonymous = await startAuthorization(app, authorizeParams(browserPair.challenge, { scope: ALL_SCOPES.join(' ') }))
+    const browserRequest = consentRequestId(locationOf(anonymous))!
+    const signInForm = (password: string) => inject({
+      method: 'POST', url: '/api/oauth2/consent/login', headers: FORM,
+      payload: new URLSearchParams({ request_id: browserRequest, login: email, password }).toString(),
+    })
+    expectStatus(await signInForm(keep('wrong password (consent sign-in)', secretText('pw'))), 401, 'consent sign-in, wrong password')
+    const signedIn = await signInForm(third)
+    expectStatus(signedIn, 303, 'consent sign-in')
+    const browserCookie = `auth_session=${cookieOf(signedIn, 'consent sign-in')}`
+    const page = await inject({ method: 'GET', url: `/api/oauth2/consent?request_id=${browserRequest}`, headers: { cookie: browserCookie } })
+    expectStatus(page, 200, 'consent page')
+    const pageCsrf = keep('consent CSRF token (page)', inputValue(page.body, 'csrf_token'))
+    const approved = await postConsentForm(app, { request_id: browserRequest, decision: 'approve', csrf_token: pageCsrf }, browserCookie)
+    expectStatus(approved, 302, 'consent form')
+    const browserCode = keep('authorization code (browser)', new URL(locationOf(approved)!).searchParams.get('code'))
+    const browserTokens = await exchangeCode(app, { code: browserCode, verifier: browserPair.verifier }, { json: true })
+    expectStatus(browserTokens, 200, 'code exchange (JSON)')
+    keepTokens(browserTokens.json(), 'browser')
+
+    // The bad-input sweep, with every credential that carries a secret (anonymous calls of
+    // protected routes carry none and are left out to keep the time bounded).
+    await inject({ method: 'PUT', url: '/api/settings/global.require_email_verification', headers: admin, payload: { value: false } })
+    const document = await servedDocument(app)
+    const swept = await runSweep(app, document, operationsOf(document), {
+      pathValue: accounts.pathValue,
+      knownValue: accounts.knownValue,
+      headersFor: accounts.headersFor,
+      select: (operation, _case, credential) => credential !== 'anonymous' || (operation.operation.security ?? []).length === 0,
+    })
+    expect(swept.requests).toBeGreaterThan(1000)
+    for (const value of accounts.secrets()) keep('sweep account password, cookie or token', value)
+
+    // Every Argon2 hash the flows stored.
+    const hashes = await rawRows(app.services.database, sql`select username, password_hash from users where password_hash is not null`)
+    expect(hashes.length).toBeGreaterThanOrEqual(4)
+    for (const [username, hash] of hashes) {
+      keep(`Argon2 hash of ${String(username)}`, String(hash))
+      keep(`Argon2 digest of ${String(username)}`, String(hash).split('$').pop())
+    }
+
+    // Passwords, cookies, tokens, codes, verifiers, CSRF and link tokens, settings secrets, hashes.
+    expect(secrets.size).toBeGreaterThanOrEqual(30)
+    const text = logs.text()
+    console.info(`[${dialect}] secrets in logs: ${swept.requests} sweep requests, ${logs.lines.length} log lines, ${secrets.size} secrets checked`)
+    // The capture saw these flows: the token endpoint's requests were logged.
+    expect(text).toContain('/api/oauth2/token')
+    expect(logs.lines.length).toBeGreaterThan(swept.requests)
+    expect(leaks(text)).toEqual([])
+    expect(text).not.toContain('$argon2')
+  })
+
+  it('a failed users insert logs the failure without the password or its hash', async () => {
+    const password = secretText('pw')
+    const { database } = app.services
+    const [block, unblock] = dialect === 'postgresql'
+      ? ['alter table users add constraint test_no_inserts check (false) not valid', 'alter table users drop constraint test_no_inserts']
+      : ["create trigger test_no_inserts before insert on users begin select raise(abort, 'inserts refused by the test'); end", 'drop trigger test_no_inserts']
+    await rawRows(database, sql.raw(block))
+    const from = logs.lines.length
+    let response: LightMyRequestResponse
+    try {
+      response = await inject({
+        method: 'POST', url: '/api/auth/email/register', headers: { 'x-request-id': 'failed-insert' },
+        payload: { username: 'faultuser', email: 'faultuser@example.com', password },
+      })
+    } finally {
+      await rawRows(database, sql.raw(unblock))
+    }
+    expect(response.statusCode, response.body).toBeGreaterThanOrEqual(400)
+    expect(response.json()).toEqual({ success: false, error: expect.any(String), code: expect.any(String) })
+    if (response.statusCode >= 500) expect(response.json().code).toBe('INTERNAL_ERROR')
+
+    const lines = logs.lines.slice(from)
+    // The failure itself is logged, with the request id, at error level.
+    expect(lines.some((line) => line.includes('"failed-insert"') && JSON.parse(line).level >= 50), lines.join('')).toBe(true)
+    const text = lines.join('')
+    expect(text).not.toContain(password)
+    expect(text).not.toContain('$argon2')
+    // The database still takes the same registration once the fault is gone.
+    expectStatus(await inject({ method: 'POST', url: '/api/auth/email/register', payload: { username: 'faultuser', email: 'faultuser@example.com', password } }), 201, 'register after the fault')
+  })
+
+  /** Each secret found in the log, with what it is and the first line that holds it. */
+  function leaks(text: string): string[] {
+    const found: string[] = []
+    for (const [value, label] of secrets) {
+      if (!text.includes(value)) continue
+      const line = logs.lines.find((each) => each.includes(value)) ?? ''
+      found.push(`${label}: ${line.slice(0, 400)}`)
+    }
+    return found
+  }
+})
