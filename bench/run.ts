@@ -10,7 +10,7 @@ import { projectRoot } from '../src/paths.js'
 import { createTestDatabase } from '../test/helpers/database.js'
 
 /**
- * `npm run bench`: figures, not assertions (SPEC §7). Talks only to 127.0.0.1.
+ * `npm run bench`: figures, not assertions. Talks only to 127.0.0.1.
  * For each dialect: cold start to the first 200, then throughput of /api/health,
  * /api/health/ready and /api/users/me (session cookie) as ratios to a bare Fastify "hello" route
  * measured in the same run; login throughput as a ratio to raw Argon2id verification, with the

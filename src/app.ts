@@ -42,8 +42,6 @@ declare module 'fastify' {
     caller: Caller | null
   }
 }
-
-/** SPEC §2.2 */
 export const BODY_LIMIT = 1024 * 1024
 
 export interface BuildOptions {
@@ -51,7 +49,7 @@ export interface BuildOptions {
   logger?: FastifyServerOptions['logger']
   /** Credential checks to use instead of the built-in ones (tests of the policy mechanism). */
   credentials?: Partial<CredentialVerifiers>
-  /** Abuse limits (SPEC §3.5) to use instead of the defaults; tests lower them. */
+  /** Abuse limits to use instead of the defaults; tests lower them. */
   limits?: Partial<AbuseLimits>
   /** Prefix of the rate-limit keys in Redis (tests keep theirs apart). */
   rateLimitNamespace?: string
@@ -90,7 +88,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   installErrorHandler(app, { bodyLimit: BODY_LIMIT })
   // Before @fastify/swagger: the guard writes each route's `security` that the document shows.
   installRouteGuard(app, { limiter: config.rateLimitEnabled ? limiters(app, limits) : null })
-  // JSON only (SPEC §2.2); the OAuth endpoints add form bodies in their own context.
+  // JSON only; the OAuth endpoints add form bodies in their own context.
   app.removeContentTypeParser('text/plain')
 
   await app.register(cookie)
@@ -98,8 +96,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await registerRateLimits(app, config, options.rateLimitNamespace)
   await registerOpenApi(app, config)
 
-  // The one onRequest hook: headers every answer carries, the setup gate, then the route policy
-  // (SPEC §3.2). Callback style keeps public routes free of promise overhead.
+  // The one onRequest hook: headers every answer carries, the setup gate, then the route policy.
+  // Callback style keeps public routes free of promise overhead.
   const crossSite = csrfGuard(config)
   app.addHook('onRequest', (request, reply, done) => {
     reply.headers(headers)

@@ -47,7 +47,7 @@ export interface Services {
   oauth: OAuthServer
   limits: AbuseLimits
   credentials: CredentialVerifiers
-  /** Deletes expired sessions, email tokens, OAuth requests, codes and tokens (SPEC §5); run periodically by the lifecycle. */
+  /** Deletes expired sessions, email tokens, OAuth requests, codes and tokens; run periodically by the lifecycle. */
   purgeExpired(): Promise<void>
 }
 

@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { ConfigError, loadConfig, readEnvironment, type Environment } from '../src/config.js'
 import { projectRoot } from '../src/paths.js'
 
-/** SPEC §1: the environment is read once, validated (all problems at once), typed and frozen. */
+/** The environment is read once, validated (all problems at once), typed and frozen. */
 
 const SECRET = 'config-test-secret-0123456789-abcdefghij'
 const dirs: string[] = []

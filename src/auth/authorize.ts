@@ -10,7 +10,7 @@ import type { RoutePolicy } from './policies.js'
 const INVALID_TOKEN = 'Bearer error="invalid_token"'
 
 /**
- * SPEC §3.2: identify the caller with the one credential kind the route admits, then enforce
+ * Identify the caller with the one credential kind the route admits, then enforce
  * the route's requirements. Runs in `onRequest`, before the body is read, so an unauthorized
  * caller learns nothing about its body (401/403 even for malformed or oversized bodies).
  */
@@ -30,7 +30,7 @@ export async function authorize(request: FastifyRequest, reply: FastifyReply, ro
       .forbidden({ required_scope: routePolicy.scope }, `Forbidden: insufficient_scope, this route needs the scope ${routePolicy.scope}.`)
       .withHeaders({ 'www-authenticate': `Bearer error="insufficient_scope", scope="${routePolicy.scope}"` })
   }
-  // SPEC §3.4: with login switched off, only global admins keep using their credentials.
+  // With login switched off, only global admins keep using their credentials.
   if (caller.role !== 'global_admin' && !(await services.settings.get('global.enable_login'))) {
     throw new AppError(403, 'LOGIN_DISABLED', 'Login is disabled on this service.')
   }
@@ -49,7 +49,7 @@ async function identify(request: FastifyRequest, routePolicy: Exclude<RoutePolic
   switch (routePolicy.kind) {
     case 'session': {
       const session = presentedSession(request)
-      // A bearer token is never accepted on a session-only route (SPEC §4.8).
+      // A bearer token is never accepted on a session-only route.
       if (session.kind !== 'session') {
         throw errors.unauthorized(bearer.kind === 'none' ? undefined : 'This route accepts a session cookie only.')
       }
@@ -63,7 +63,7 @@ async function identify(request: FastifyRequest, routePolicy: Exclude<RoutePolic
       return fail('Bearer')
     }
     case 'bearer': {
-      // A session cookie is never accepted on a bearer-only route (SPEC §4.8).
+      // A session cookie is never accepted on a bearer-only route.
       if (bearer.kind === 'bearer') return (await verify.bearer(bearer.token)) ?? fail(INVALID_TOKEN)
       return fail(bearer.kind === 'none' ? 'Bearer' : INVALID_TOKEN)
     }

@@ -6,7 +6,7 @@ export interface UserCaller {
   kind: 'user'
   via: 'session' | 'bearer'
   userId: string
-  /** Read from the database on every request, never cached in the credential (SPEC §3.1). */
+  /** Read from the database on every request, never cached in the credential. */
   role: GlobalRole
   /** Granted OAuth scopes; only for bearer callers. */
   scopes?: readonly string[]

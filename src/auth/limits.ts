@@ -1,4 +1,4 @@
-/** SPEC §3.5. Numbers are overridable (BuildOptions.limits) so tests can lower them. */
+/** The abuse limits per IP and per account. Numbers are overridable (BuildOptions.limits) so tests can lower them. */
 export interface RateLimit {
   max: number
   windowMs: number
@@ -9,7 +9,7 @@ export interface AbuseLimits {
   forgotPassword: RateLimit
   token: RateLimit
   satelliteRegistration: RateLimit
-  /** RFC 7591 dynamic client registration (SPEC §4.8: rate-limited). */
+  /** RFC 7591 dynamic client registration. */
   clientRegistration: RateLimit
   /** Per account: failures within the window that lock the account, and for how long. */
   lockout: { maxFailures: number; windowMs: number; lockMs: number }

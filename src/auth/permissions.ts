@@ -1,5 +1,5 @@
 /**
- * SPEC §3.3: the one table of roles and permissions. Nothing else decides who may do what;
+ * The one table of roles and permissions. Nothing else decides who may do what;
  * GET /api/roles exposes it as it stands here.
  */
 

@@ -1,7 +1,7 @@
 import type { Permission, TeamPermission } from './permissions.js'
 
 /**
- * SPEC §3.2: every route declares who may call it in `config.auth`. The onRoute guard refuses
+ * Every route declares who may call it in `config.auth`. The onRoute guard refuses
  * to boot a route without one; the onRequest hook (auth/authorize.ts) enforces it before the
  * body is read.
  */
@@ -10,7 +10,7 @@ export const SCOPES = ['mcp:read', 'account:read', 'user:read', 'teams:read', 'o
 export type Scope = (typeof SCOPES)[number]
 
 interface Requirements {
-  /** A global permission (SPEC §3.3). */
+  /** A global permission. */
   permission?: Permission
   /** A team permission, resolved from the `:teamId` (or `:id`) path parameter. */
   teamPermission?: TeamPermission
@@ -35,7 +35,7 @@ export const policy = {
   registrationToken: (): RoutePolicy => ({ kind: 'registration_token' }),
 }
 
-/** OpenAPI `security` for a policy (SPEC §4.1: dual routes list both schemes). */
+/** OpenAPI `security` for a policy. */
 export function openApiSecurity(routePolicy: RoutePolicy): Array<Record<string, string[]>> {
   switch (routePolicy.kind) {
     case 'public':

@@ -9,7 +9,7 @@ import { randomToken, type Digester } from '../lib/tokens.js'
 import type { UserCaller } from './caller.js'
 import { SESSION_COOKIE } from './credentials-from-request.js'
 
-/** SPEC §3.1: 30 days, renewed (same id, new expiry) once fewer than 15 days remain. */
+/** 30 days, renewed (same id, new expiry) once fewer than 15 days remain. */
 export const SESSION_LIFETIME_MS = 30 * 24 * 60 * 60 * 1000
 export const SESSION_RENEW_BELOW_MS = 15 * 24 * 60 * 60 * 1000
 

@@ -6,7 +6,7 @@ import { AppError } from './errors.js'
 const UNSAFE = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
 
 /**
- * SPEC §3.6: a cookie-carrying unsafe request must come from this service's own origin or a
+ * A cookie-carrying unsafe request must come from this service's own origin or a
  * configured one. (Its body must also be JSON, which a cross-site form cannot send without a
  * CORS preflight; the content-type check answers 415 for anything else.) Browsers always send
  * Origin on cross-site unsafe requests, so a missing Origin means a non-browser client.

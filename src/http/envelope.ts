@@ -1,6 +1,6 @@
 import { Type, type TSchema } from 'typebox'
 
-/** SPEC §2.1: one envelope for every JSON answer. */
+/** One envelope for every JSON answer. */
 
 export const ERROR_SCHEMA_ID = 'ErrorResponse'
 
@@ -8,7 +8,7 @@ export const ErrorBody = Type.Object(
   {
     success: Type.Literal(false),
     error: Type.String({ description: 'Human-readable text; match on `code`, never on this.' }),
-    code: Type.String({ description: 'Stable machine-readable code (SPEC §2.3).' }),
+    code: Type.String({ description: 'Stable machine-readable code.' }),
     error_description: Type.Optional(Type.String({ description: 'OAuth protocol endpoints only: `error` is then the RFC 6749 error code and this is the text.' })),
     details: Type.Optional(Type.Unknown({ description: 'Per-field problems, or what was required.' })),
   },

@@ -1,5 +1,5 @@
 /**
- * Errors with stable codes (SPEC §2.3). Code throws them; the one error handler
+ * Errors with stable codes. Code throws them; the one error handler
  * (http/error-handler.ts) turns them into the envelope. An AppError is a deliberate answer,
  * so its text reaches the caller; any other error becomes a generic 500.
  */
@@ -18,7 +18,7 @@ export class AppError extends Error {
   }
 
   /**
-   * The RFC 6749 error code, for the OAuth protocol endpoints (SPEC §2.1): the body then says
+   * The RFC 6749 error code, for the OAuth protocol endpoints: the body then says
    * `error: <rfc code>, error_description: <text>` next to `code`.
    */
   oauthError?: string

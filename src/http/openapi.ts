@@ -8,10 +8,10 @@ import { ErrorBody } from './envelope.js'
 import { errors } from './errors.js'
 import { setRouteDefaults } from './route-guard.js'
 
-/** API contract version (SPEC §4.1), independent of the package version. */
+/** API contract version, independent of the package version. */
 export const API_VERSION = '0.20.5'
 
-/** SPEC §4.1: the document is generated from the route schemas; nothing is written by hand. */
+/** The document is generated from the route schemas; nothing is written by hand. */
 export async function registerOpenApi(app: FastifyInstance, config: Config): Promise<void> {
   app.addSchema(ErrorBody)
   await app.register(swagger, {

@@ -6,10 +6,10 @@ import type { Config } from '../config.js'
 import { AppError } from './errors.js'
 
 /**
- * SPEC §3.5 per-IP limits. Routes name a limit in `config.limit`; every route naming the same
+ * Per-IP abuse limits. Routes name a limit in `config.limit`; every route naming the same
  * limit shares one counter per IP (login and register draw on one budget), through one limiter
  * per name that the route guard attaches (none when RATE_LIMIT_ENABLED=false).
- * With REDIS_URL the counters live in Redis and so are shared by every instance (SPEC §9); if
+ * With REDIS_URL the counters live in Redis and so are shared by every instance; if
  * Redis cannot be reached, requests are let through rather than refused.
  */
 export async function registerRateLimits(app: FastifyInstance, config: Config, nameSpace = 'service-rate-limit-'): Promise<void> {

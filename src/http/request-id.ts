@@ -3,7 +3,7 @@ import type { IncomingMessage } from 'node:http'
 
 const VALID_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
-/** SPEC §2.3: echo a well-formed incoming X-Request-Id, else make one. */
+/** Echo a well-formed incoming X-Request-Id, else make one. */
 export function requestId(request: IncomingMessage): string {
   const incoming = request.headers['x-request-id']
   return typeof incoming === 'string' && VALID_ID.test(incoming) ? incoming : randomUUID()

@@ -7,13 +7,13 @@ import { ErrorRef } from './envelope.js'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** Who may call the route (SPEC §3.2). Required on every route. */
+    /** Who may call the route. Required on every route. */
     auth?: RoutePolicy
     /** Answers while the database is not set up yet (health, db setup, documentation). */
     beforeSetup?: boolean
-    /** The per-IP abuse limit this route counts against (SPEC §3.5). */
+    /** The per-IP abuse limit this route counts against. */
     limit?: LimitName
-    /** An OAuth protocol endpoint: every error body is RFC 6749 shaped (SPEC §2.1). */
+    /** An OAuth protocol endpoint: every error body is RFC 6749 shaped. */
     oauthErrors?: OAuthErrorStyle
   }
 }
@@ -74,7 +74,7 @@ export function setRouteDefaults(instance: FastifyInstance, defaults: RouteDefau
 }
 
 /**
- * Boot-time checks on every route (SPEC §3.2, §2.2, §4.1): a policy must be declared, request
+ * Boot-time checks on every route: a policy must be declared, request
  * objects (nested ones too) must refuse unknown properties, a route without query parameters
  * refuses any, and the OpenAPI `security` and error responses follow from the policy, so no
  * route states them by hand. Routes hidden from the document (Swagger UI's assets) are exempt
@@ -94,12 +94,12 @@ export function installRouteGuard(app: FastifyInstance, { limiter }: { limiter: 
 
     const schema = (route.schema ??= {}) as Record<string, unknown>
     if (schema.hide === true) return
-    // SPEC §2.2: unknown query parameters are refused, also on routes that take none.
+    // Unknown query parameters are refused, also on routes that take none.
     schema.querystring ??= NO_QUERY
     for (const part of ['body', 'querystring'] as const) {
       const loose = schema[part] === undefined ? null : looseObjectPath(schema[part], part)
       if (loose !== null) {
-        throw new Error(`Route ${name}: the object at ${loose} must set additionalProperties: false (SPEC §2.2)`)
+        throw new Error(`Route ${name}: the object at ${loose} must set additionalProperties: false`)
       }
     }
     // Path parameters are validated like everything else (unstorable text, lengths, formats).

@@ -6,7 +6,7 @@ import type { Config } from '../config.js'
 import { setRouteDefaults } from './route-guard.js'
 
 /**
- * SPEC §8: helmet's security headers on every response. Helmet is run once at boot against a
+ * Helmet's security headers on every response. Helmet is run once at boot against a
  * recording response and the resulting (static) headers are set with one call per request:
  * the same headers as the Fastify helmet plugin at a fraction of its per-request cost.
  */

@@ -1,7 +1,7 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto'
 
 /**
- * AES-256-GCM with a random 96-bit IV (SPEC §4.4). Sealed form: `v1.<iv>.<tag>.<ciphertext>`,
+ * AES-256-GCM with a random 96-bit IV. Sealed form: `v1.<iv>.<tag>.<ciphertext>`,
  * base64url parts, so the version, IV, tag and ciphertext travel as one string.
  */
 export interface SecretBox {

@@ -1,4 +1,4 @@
-/** SPEC §4.7: lowercase `[a-z0-9-]`, from a name; never empty. */
+/** Lowercase `[a-z0-9-]`, from a name; never empty. */
 export function slugify(name: string, maxLength = 60): string {
   const slug = name
     .normalize('NFKD')

@@ -6,7 +6,7 @@ export function randomToken(): string {
 }
 
 /**
- * SPEC §3.1: random tokens are stored only as an HMAC-SHA256 digest (keyed from
+ * Random tokens are stored only as an HMAC-SHA256 digest (keyed from
  * ENCRYPTION_SECRET) under a unique index, so verifying one is a single indexed lookup.
  * Argon2 is for passwords only.
  */

@@ -8,7 +8,7 @@ import { clientRedirect, issuerOf, loginEnabled, nowOf, type OAuthDeps } from '.
 import { isPkceValue } from './pkce.js'
 import { formatScope, isSubset, parseScope } from './scopes.js'
 
-/** SPEC §4.8: a pending authorization request waits 10 minutes for sign-in and consent. */
+/** A pending authorization request waits 10 minutes for sign-in and consent. */
 export const REQUEST_LIFETIME_MS = 10 * 60 * 1000
 
 export interface AuthorizeQuery {

@@ -5,7 +5,7 @@ import { parseScope } from './scopes.js'
 export type GrantType = 'authorization_code' | 'refresh_token'
 export const GRANT_TYPES: readonly GrantType[] = ['authorization_code', 'refresh_token']
 
-/** Every client is public (no secret) and must use PKCE S256 (SPEC §4.8). */
+/** Every client is public (no secret) and must use PKCE S256. */
 export interface OAuthClient {
   id: string
   name: string
@@ -17,7 +17,7 @@ export interface OAuthClient {
 
 export const CLI_CLIENT_ID = 'service-gateway-cli'
 
-/** The command-line client, defined in code (SPEC §4.8). */
+/** The command-line client, defined in code. */
 export const CLI_CLIENT: OAuthClient = Object.freeze({
   id: CLI_CLIENT_ID,
   name: 'Service Gateway CLI',
@@ -45,7 +45,7 @@ export async function findClient(repository: OAuthRepository, id: string): Promi
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]'])
 
 /**
- * RFC 7591 registration, SPEC §4.8: https anywhere, or plain http on a loopback host (RFC 8252
+ * RFC 7591 registration: https anywhere, or plain http on a loopback host (RFC 8252
  * native apps); never a fragment (RFC 6749 §3.1.2), never credentials in the URL.
  */
 export function acceptableRedirectUri(value: string): boolean {

@@ -11,7 +11,7 @@ import { clientRedirect, issuerOf, loginEnabled, nowOf, type OAuthDeps } from '.
 import { anotherSession, consentDisabled } from './errors.js'
 import { isSubset, parseScope } from './scopes.js'
 
-/** SPEC §4.8: the code lives 10 minutes and is single use. */
+/** The code lives 10 minutes and is single use. */
 export const CODE_LIFETIME_MS = 10 * 60 * 1000
 
 export interface ConsentDecision {
@@ -33,7 +33,7 @@ export interface ConsentView {
 /**
  * The consent step between the authorization request and the code: the page's details, the
  * decision, remembered approvals. A request belongs to the first signed-in session that sees it,
- * and only that session may decide, with a CSRF token bound to both (SPEC §3.6).
+ * and only that session may decide, with a CSRF token bound to both.
  */
 export class Consent {
   private readonly issuer: string

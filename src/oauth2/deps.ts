@@ -14,7 +14,7 @@ export interface OAuthDeps {
   teams: TeamsRepository
   settings: SettingsService
   audit: AuditLog
-  /** HMAC digests of codes and tokens (SPEC §3.1). */
+  /** HMAC digests of codes and tokens. */
   digest: Digester
   /** Keys the consent form's CSRF token. */
   csrfKey: Buffer

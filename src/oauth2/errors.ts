@@ -7,9 +7,9 @@ export const invalidScope = (description: string) => oauthError(400, 'invalid_sc
 export const invalidClient = () => oauthError(401, 'invalid_client', 'Unknown client: send the client_id of a registered client.')
 export const invalidClientMetadata = (description: string) => oauthError(400, 'invalid_client_metadata', description)
 
-/** SPEC §3.4: token grants while login is off. */
+/** Token grants while login is off. */
 export const grantsDisabled = () => oauthError(403, 'access_denied', 'Login is disabled on this service.', 'LOGIN_DISABLED')
-/** SPEC §3.4: the consent page while login is off. */
+/** The consent page while login is off. */
 export const consentDisabled = () => new AppError(403, 'LOGIN_DISABLED', 'Login is disabled on this service.')
 
 export const anotherSession = () =>

@@ -4,7 +4,7 @@ import { escapeHtml } from '../lib/html.js'
 import { SCOPE_DESCRIPTIONS } from './scopes.js'
 
 /**
- * The consent and sign-in pages (SPEC §4.8): plain HTML forms, no script at all, one stylesheet
+ * The consent and sign-in pages: plain HTML forms, no script at all, one stylesheet
  * allowed by its hash, so the Content-Security-Policy can forbid everything else.
  */
 

@@ -15,7 +15,7 @@ export interface ClientRegistration {
   token_endpoint_auth_method?: string
 }
 
-/** RFC 7591: a public, PKCE-only client (SPEC §4.8). */
+/** RFC 7591: a public, PKCE-only client. */
 export async function registerClient(deps: OAuthDeps, body: ClientRegistration, context: CallContext) {
   const badUri = body.redirect_uris.find((uri) => !acceptableRedirectUri(uri))
   if (badUri !== undefined) {

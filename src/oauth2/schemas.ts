@@ -1,13 +1,13 @@
 import { Type } from 'typebox'
 import { Ok } from '../http/envelope.js'
 
-/** TypeBox schemas of the OAuth 2.0 endpoints (SPEC §4.8); they also write the OpenAPI document. */
+/** TypeBox schemas of the OAuth 2.0 endpoints; they also write the OpenAPI document. */
 
 export const tags = ['OAuth2']
 export const Redirect = Type.Null({ description: '302 with a Location header' })
 const text = (maxLength: number, description?: string) => Type.Optional(Type.String({ maxLength, ...(description ? { description } : {}) }))
 
-/** Protocol responses carry `success` next to the RFC fields (SPEC §2.1). */
+/** Protocol responses carry `success` next to the RFC fields. */
 export const Protocol = <T extends Parameters<typeof Type.Object>[0]>(properties: T, description?: string) =>
   Type.Object({ success: Type.Literal(true), ...properties }, description ? { description } : {})
 

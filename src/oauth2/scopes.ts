@@ -1,6 +1,6 @@
 import { SCOPES, type Scope } from '../auth/policies.js'
 
-/** SPEC §4.8, in the words the consent page shows. */
+/** The scopes, in the words the consent page shows. */
 export const SCOPE_DESCRIPTIONS: Record<Scope, string> = {
   'mcp:read': 'Read MCP catalogue entries, installations and configurations',
   'account:read': 'Read your account details',

@@ -7,7 +7,7 @@ import { TokenEndpoint } from './token-endpoint.js'
 import { Tokens } from './tokens.js'
 
 /**
- * The OAuth 2.0 authorization server (SPEC §4.8): authorization code with PKCE S256 for public
+ * The OAuth 2.0 authorization server: authorization code with PKCE S256 for public
  * clients, consent, refresh rotation with reuse detection, revocation, introspection, dynamic
  * registration. Built once at boot; the routes in ./routes call its parts.
  */

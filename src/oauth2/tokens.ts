@@ -8,7 +8,7 @@ import { nowOf, type CallContext, type OAuthDeps } from './deps.js'
 import { invalidGrant } from './errors.js'
 import { formatScope } from './scopes.js'
 
-/** SPEC §4.8 lifetimes. */
+/** Lifetimes of codes and tokens. */
 export const ACCESS_LIFETIME_S = 3600
 export const REFRESH_LIFETIME_MS = 30 * 24 * 60 * 60 * 1000
 
@@ -28,12 +28,12 @@ export interface BearerCaller extends UserCaller {
 
 /**
  * Access and refresh tokens: 256 random bits, shown once, stored only as an HMAC digest under a
- * unique index (SPEC §3.1), so a bearer check is one indexed lookup.
+ * unique index, so a bearer check is one indexed lookup.
  */
 export class Tokens {
   constructor(private readonly deps: OAuthDeps) {}
 
-  /** An access token, and a refresh token only when `offline_access` is granted (SPEC §4.8). */
+  /** An access token, and a refresh token only when `offline_access` is granted. */
   async issue(repository: OAuthRepository, grant: OAuthGrantRow, scopes: readonly Scope[], now: Date): Promise<TokenResponse> {
     const scope = formatScope(scopes)
     const accessToken = randomToken()

@@ -79,7 +79,7 @@ describe.each(DIALECTS)('login on %s', (dialect) => {
     })
   })
 
-  describe('Enable Login switched off (SPEC §3.4)', () => {
+  describe('Enable Login switched off', () => {
     it('login answers 403 LOGIN_DISABLED; non-admin sessions are refused, admin sessions keep working', async () => {
       const account = unique()
       const { cookie: userCookie } = await registerAndLogin(app, account)
@@ -102,7 +102,7 @@ describe.each(DIALECTS)('login on %s', (dialect) => {
     })
   })
 
-  describe('per-account lockout (SPEC §3.5)', () => {
+  describe('per-account lockout', () => {
     let locking: FastifyInstance
     const clock = manualClock()
     beforeAll(async () => {
@@ -156,7 +156,7 @@ describe.each(DIALECTS)('login on %s', (dialect) => {
     })
   })
 
-  describe('per-IP limit on login and register (SPEC §3.5)', () => {
+  describe('per-IP limit on login and register', () => {
     const limits = { loginOrRegister: { max: 3, windowMs: 60_000 } }
 
     it('the 4th attempt from one address answers 429 RATE_LIMITED with Retry-After; another address gets through', async () => {

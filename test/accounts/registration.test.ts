@@ -39,7 +39,7 @@ describe.each(DIALECTS)('registration on %s', (dialect) => {
   afterAll(() => ctx.close())
 
   describe('success', () => {
-    it('201 with the user of SPEC §4.2 (never a hash), the email lowercased and a session cookie', async () => {
+    it('201 with the public user view (never a hash), the email lowercased and a session cookie', async () => {
       const response = await register(app, { username: 'Shape_Check', email: 'Shape.Check@Example.COM', first_name: 'Ada', password: 'a-secret-password' })
       expect(response.statusCode).toBe(201)
       const body = response.json()
@@ -191,7 +191,7 @@ describe.each(DIALECTS)('registration on %s', (dialect) => {
     }, 60_000)
   })
 
-  describe('Enable Email Registration switched off (SPEC §3.4)', () => {
+  describe('Enable Email Registration switched off', () => {
     it('403 REGISTRATION_DISABLED, even for the first user', async () => {
       const fresh = await freshApp()
       await fresh.services.settings.update([{ key: 'global.enable_email_registration', value: false }])

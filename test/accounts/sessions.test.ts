@@ -33,7 +33,7 @@ describe.each(DIALECTS)('sessions and the own account on %s', (dialect) => {
   afterAll(() => ctx.close())
 
   describe('the own profile and account', () => {
-    it('GET /api/users/me answers the caller as SPEC §4.2 shows a user', async () => {
+    it('GET /api/users/me answers the caller as the public user view', async () => {
       const { user, cookie } = await registerAndLogin(app, unique())
       const response = await get('/api/users/me', cookie)
       expect(response.statusCode).toBe(200)
@@ -78,7 +78,7 @@ describe.each(DIALECTS)('sessions and the own account on %s', (dialect) => {
     })
   })
 
-  describe('lifetime (SPEC §3.1)', () => {
+  describe('lifetime', () => {
     it('a session is refused once 30 days have passed', async () => {
       const { cookie } = await registerAndLogin(app, unique())
       clock.advance(30 * DAY + SECOND)
@@ -109,7 +109,7 @@ describe.each(DIALECTS)('sessions and the own account on %s', (dialect) => {
     })
   })
 
-  describe('change password (SPEC §3.1)', () => {
+  describe('change password', () => {
     it('refuses a wrong current password with 400 and changes nothing', async () => {
       const account = unique()
       const { cookie } = await registerAndLogin(app, account)
@@ -201,7 +201,7 @@ describe.each(DIALECTS)('sessions and the own account on %s', (dialect) => {
     })
   })
 
-  describe('role changes (SPEC §3.1)', () => {
+  describe('role changes', () => {
     it('take effect on the next request with the same cookie', async () => {
       const { user, cookie } = await registerAndLogin(app, unique())
       const before = (await get('/api/users/me/account', cookie)).json().data

@@ -85,7 +85,7 @@ describe.each(DIALECTS)('user administration on %s', (dialect) => {
   })
 
   describe('GET /api/admin/users/:id', () => {
-    it('answers the user as SPEC §4.2 shows one, never a hash', async () => {
+    it('answers the user as the public user view, never a hash', async () => {
       const response = await call('GET', `/api/admin/users/${user.id}`, admin)
       expect(response.statusCode).toBe(200)
       const { data } = response.json()

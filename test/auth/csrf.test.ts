@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createTestContext, type TestApp, type TestContext } from '../helpers/app.js'
 import { DIALECTS } from '../helpers/database.js'
 
-describe.each(DIALECTS)('CSRF origin check on %s (SPEC §3.6)', (dialect) => {
+describe.each(DIALECTS)('CSRF origin check on %s', (dialect) => {
   let ctx: TestContext
   let subject: TestApp
   let cookie: string

@@ -182,7 +182,7 @@ describe.each(DIALECTS)('route policies on %s', (dialect) => {
     })
   })
 
-  describe('Enable Login switched off (SPEC §3.4)', () => {
+  describe('Enable Login switched off', () => {
     it('refuses non-admin sessions and tokens with 403 LOGIN_DISABLED, keeps admin sessions working', async () => {
       await subject.app.services.settings.update([{ key: 'global.enable_login', value: false }])
       try {

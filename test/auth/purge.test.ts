@@ -7,7 +7,7 @@ import { manualClock } from '../helpers/clock.js'
 import { DIALECTS } from '../helpers/database.js'
 import { registerAndLogin } from '../helpers/accounts.js'
 
-describe.each(DIALECTS)('purging expired credentials on %s (SPEC §5)', (dialect) => {
+describe.each(DIALECTS)('purging expired credentials on %s', (dialect) => {
   let ctx: TestContext
   beforeAll(async () => {
     ctx = await createTestContext(dialect)

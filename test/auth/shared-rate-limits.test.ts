@@ -4,7 +4,7 @@ import { createTestContext, type TestContext } from '../helpers/app.js'
 
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
 
-/** SPEC §9: with REDIS_URL, per-IP counters are shared by every instance. */
+/** With REDIS_URL, per-IP counters are shared by every instance. */
 describe('per-IP limits shared through Redis', () => {
   let ctx: TestContext
   beforeAll(async () => {

@@ -5,7 +5,7 @@ import { createTestContext, type TestApp, type TestContext } from '../helpers/ap
 const ADMIN_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 
 /**
- * SPEC §8: when PostgreSQL drops the service's connections (a restart, a failover), the process
+ * When PostgreSQL drops the service's connections (a restart, a failover), the process
  * does not crash, and it serves again without a restart of its own. Terminating every backend of
  * the test database is what a server restart does to the pool, without disturbing other tests.
  */

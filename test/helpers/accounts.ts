@@ -10,7 +10,7 @@ export interface NewAccount {
   last_name?: string
 }
 
-/** A user as the API shows it (SPEC §4.2). */
+/** A user as the API shows it. */
 export interface UserBody {
   id: string
   username: string

@@ -7,8 +7,7 @@ import type { TestContext } from './app.js'
 import type { Browser, Hop } from './browser.js'
 
 /**
- * A GitHub-compatible identity provider on loopback (SPEC §1: PROVIDER_OAUTH_URL and
- * PROVIDER_API_URL both point at it). It implements what a provider login touches:
+ * A GitHub-compatible identity provider on loopback. It implements what a provider login touches:
  * the authorize redirect, the code-for-token exchange, `/user` and `/user/emails`, and answers the
  * way GitHub does — including its quirks (token errors with HTTP 200, form-encoded token answers
  * unless JSON is asked for, `/user/emails` refused when the scope lacks `user:email`).
@@ -302,7 +301,7 @@ function basicCredentials(header: string | undefined): { id: string; secret: str
 export const PAGE_URL = 'https://app.example.test'
 export const CALLBACK_PATH = '/api/auth/provider/callback'
 
-/** The settings of SPEC §4.4 that switch provider login on against `provider` for an app at `base`. */
+/** The settings that switch provider login on against `provider` for an app at `base`. */
 export function providerSettings(base: string): SettingChange[] {
   return [
     { key: 'provider.oauth.enabled', value: true },

@@ -122,7 +122,7 @@ export async function exchangeCode(as: oauth.AuthorizationServer, callback: URLS
   return oauth.processAuthorizationCodeResponse(as, cliClient, response)
 }
 
-/** A form submitted from a page of `origin`: browsers send that Origin (SPEC §3.6 checks it when present). */
+/** A form submitted from a page of `origin`: browsers send that Origin (the CSRF check reads it when present). */
 export function postForm(b: Browser, url: string, fields: Record<string, string>, origin: string): Promise<Hop> {
   return b.postForm(url, fields, { origin })
 }

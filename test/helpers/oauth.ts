@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 
-/** The static command-line client (SPEC §4.8). */
+/** The static command-line client. */
 export const CLI_CLIENT_ID = 'service-gateway-cli'
 export const REDIRECT_URI = 'http://localhost:8976/oauth/callback'
 export const LOOPBACK_REDIRECT_URI = 'http://127.0.0.1:8976/oauth/callback'

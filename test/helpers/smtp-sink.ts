@@ -4,7 +4,7 @@ import { SMTPServer, type SMTPServerAddress } from 'smtp-server'
 import type { SettingChange } from '../../src/modules/settings/service.js'
 
 /**
- * A real SMTP server on loopback that keeps what it receives (SPEC §4.5: no mocked transport).
+ * A real SMTP server on loopback that keeps what it receives.
  * Plain SMTP on a free port; AUTH is offered only when required, STARTTLS only when asked for.
  */
 

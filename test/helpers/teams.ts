@@ -2,12 +2,12 @@ import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import { onTestFinished } from 'vitest'
 import { register, sessionCookie } from './accounts.js'
 
-/** Per-IP limits generous enough for files that register dozens of users (SPEC §3.5 stays on). */
+/** Per-IP limits generous enough for files that register dozens of users (the limits stay on). */
 export const ROOMY_LIMITS = { loginOrRegister: { max: 10_000, windowMs: 60_000 } }
 
 export interface Account { id: string; username: string; email: string; cookie: string }
 
-/** A team as the caller sees it (SPEC §4.7). */
+/** A team as the caller sees it. */
 export interface TeamBody {
   id: string
   name: string
@@ -77,7 +77,7 @@ export async function crew(call: Call, fresh: () => Promise<Account>, name: stri
 
 const TEAM_SETTING_DEFAULTS = { 'team.creation_limit': 3, 'team.member_limit': 10 } as const
 
-/** Sets a team limit (SPEC §4.4) for the rest of the current test, back to its default afterwards. */
+/** Sets a team limit for the rest of the current test, back to its default afterwards. */
 export async function withTeamSetting(app: FastifyInstance, key: keyof typeof TEAM_SETTING_DEFAULTS, value: number): Promise<void> {
   await app.services.settings.update([{ key, value }])
   onTestFinished(async () => {

@@ -8,7 +8,7 @@ import { createTestContext, type TestApp, type TestContext } from '../helpers/ap
 import { DIALECTS } from '../helpers/database.js'
 
 /**
- * SPEC §4.1 and STYLE habit 12: the API surface is a contract. Every operation in the document is
+ * The API surface is a contract. Every operation in the document is
  * checked, so routes added later are covered without touching this file; their `security` is
  * compared with what the route actually admits, learnt by calling it.
  */
@@ -81,7 +81,7 @@ const SESSION: Security = [{ cookieAuth: [] }]
 const BEARER: Security = [{ bearerAuth: [] }]
 const dual = (scope: string): Security => [{ cookieAuth: [] }, { bearerAuth: [scope] }]
 
-/** Routes whose policy this file knows: the core routes of SPEC §4.1 and the test routes above. */
+/** Routes whose policy this file knows: the core routes and the test routes above. */
 const KNOWN: Record<string, Security> = {
   'GET /api/health': PUBLIC,
   'GET /api/health/ready': PUBLIC,
@@ -211,7 +211,7 @@ describe.each(DIALECTS)('OpenAPI contract on %s', (dialect) => {
       const redirectOnly = success.length === 0 && responses.some(([status]) => status === '302' || status === '303')
       if (jsonSuccess.length === 0 && !redirectOnly) fail('no 2xx response with a JSON schema')
       for (const schema of jsonSuccess) {
-        // SPEC §2.1: every JSON answer carries `success`.
+        // Every JSON answer carries `success`.
         if (schema.properties?.success === undefined || !schema.required?.includes('success')) fail('a 2xx schema lacks `success`')
       }
       for (const errorClass of ['4', '5']) {
@@ -221,7 +221,7 @@ describe.each(DIALECTS)('OpenAPI contract on %s', (dialect) => {
         if (!enveloped) fail(`no ${errorClass}xx response referencing ErrorResponse`)
       }
 
-      // SPEC §2.2: request objects refuse unknown properties.
+      // Request objects refuse unknown properties.
       for (const [mediaType, { schema }] of Object.entries(operation.requestBody?.content ?? {})) {
         const body = resolve(schema)
         if (body?.type === 'object' && body.additionalProperties !== false) fail(`${mediaType} body allows unknown properties`)

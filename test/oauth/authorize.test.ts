@@ -12,7 +12,7 @@ import { signUp, type Account } from '../helpers/teams.js'
 
 const scopeSet = (scope: string) => scope.split(' ').filter(Boolean).sort()
 
-/** SPEC §4.8 GET /api/oauth2/auth. */
+/** GET /api/oauth2/auth. */
 describe.each(DIALECTS)('GET /api/oauth2/auth on %s', (dialect) => {
   let ctx: TestContext
   let app: FastifyInstance

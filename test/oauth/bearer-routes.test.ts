@@ -9,7 +9,7 @@ import { client, createTeam, signUp, type Account, type Call, type TeamBody } fr
 const MINUTE = 60_000
 type Scope = (typeof ALL_SCOPES)[number]
 
-/** SPEC §4.8 "Bearer access on dual routes", with real access tokens from the authorization server. */
+/** Bearer access on dual routes, with real access tokens from the authorization server. */
 describe.each(DIALECTS)('dual routes with OAuth access tokens on %s', (dialect) => {
   let ctx: TestContext
   let app: FastifyInstance

@@ -3,7 +3,7 @@
  * (oauth4webapi) playing `service-gateway-cli` against a real listening server — discovery, an
  * authorization URL with PKCE, sign-in and consent over real HTTP through a cookie jar, callback
  * validation (state and RFC 9207 `iss`), code exchange, bearer calls, refresh, revocation —
- * plus deny and remembered consent (SPEC §4.8, §3.6).
+ * plus deny and remembered consent.
  */
 import * as oauth from 'oauth4webapi'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -28,7 +28,7 @@ interface ConsentDetails {
   signed_in: boolean
 }
 
-describe.each(DIALECTS)('the CLI login with oauth4webapi over real HTTP (SPEC §4.8) on %s', (dialect) => {
+describe.each(DIALECTS)('the CLI login with oauth4webapi over real HTTP on %s', (dialect) => {
   let ctx: TestContext
   let server: OAuthServer
   let base: string
@@ -124,7 +124,7 @@ describe.each(DIALECTS)('the CLI login with oauth4webapi over real HTTP (SPEC §
     return response.json.data.team
   }
 
-  /** RFC 7662 through the admin's session (SPEC §4.8: a global admin session may introspect). */
+  /** RFC 7662 through the admin's session. */
   async function introspect(token: string) {
     const response = await apiJson(base, 'POST', '/api/oauth2/introspect', { cookie: admin.cookie, body: { token } })
     expect(response.status, response.text).toBe(200)

@@ -1,5 +1,5 @@
 /**
- * Issue 6, point 7: one end-to-end run of the consent page (SPEC §4.8) in a real headless Chromium
+ * Issue 6, point 7: one end-to-end run of the consent page in a real headless Chromium
  * (Debian's `chromium`, driven by playwright-core, which never downloads a browser of its own):
  * sign-in form, consent page, Approve, the browser lands on the CLI's loopback callback with code,
  * state and iss; the code is exchanged. The page must work under its strict CSP — in particular
@@ -35,7 +35,7 @@ const CHROMIUM_ARGS = [
   '--disable-background-networking', '--disable-component-update', '--disable-sync',
 ]
 
-describe.skipIf(!mustRun)('the consent page in headless Chromium (SPEC §4.8)', () => {
+describe.skipIf(!mustRun)('the consent page in headless Chromium', () => {
   let chromiumBrowser: Chromium | undefined
 
   beforeAll(async () => {

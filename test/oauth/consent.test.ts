@@ -19,7 +19,7 @@ interface Pending {
   pair: Pkce
 }
 
-/** SPEC §4.8 GET/POST /api/oauth2/consent and the sign-in form in front of it. */
+/** GET/POST /api/oauth2/consent and the sign-in form in front of it. */
 describe.each(DIALECTS)('the consent step on %s', (dialect) => {
   let ctx: TestContext
   let app: FastifyInstance

@@ -13,7 +13,7 @@ import { signUp, type Account } from '../helpers/teams.js'
 const MINUTE = 60_000
 const SATELLITE_KEY = { authorization: 'Bearer service_satkey_k' }
 
-/** SPEC §4.8: revocation, introspection, userinfo, dynamic registration, metadata. */
+/** Revocation, introspection, userinfo, dynamic registration, metadata. */
 describe.each(DIALECTS)('OAuth2 endpoints on %s', (dialect) => {
   let ctx: TestContext
   let app: FastifyInstance

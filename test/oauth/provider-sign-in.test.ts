@@ -6,7 +6,7 @@ import { DIALECTS } from '../helpers/database.js'
 import { providerSignIn, providerUser, startFakeProvider, startProviderLoginApp, type FakeProvider, type ProviderLoginApp } from '../helpers/fake-provider.js'
 import { authorizeParams, authorizeUrl, htmlTags, inputValue, pkce, unescapeHtml } from '../helpers/oauth.js'
 
-/** SPEC §4.8: the consent page's sign-in offers the provider when it is on, and comes back to the consent. */
+/** The consent page's sign-in offers the provider when it is on, and comes back to the consent. */
 describe.each(DIALECTS)('signing in with the identity provider from the consent page on %s', (dialect) => {
   let ctx: TestContext
   let provider: FakeProvider

@@ -15,7 +15,7 @@ const MINUTE = 60_000
 const DAY = 24 * 60 * MINUTE
 const scopeSet = (scope: string) => scope.split(' ').filter(Boolean).sort()
 
-/** SPEC §4.8 POST /api/oauth2/token, RFC 6749 §4.1.3, §5, §6 and the Security BCP's refresh rotation. */
+/** POST /api/oauth2/token, RFC 6749 §4.1.3, §5, §6 and the Security BCP's refresh rotation. */
 describe.each(DIALECTS)('POST /api/oauth2/token on %s', (dialect) => {
   let ctx: TestContext
   let app: FastifyInstance
@@ -323,7 +323,7 @@ describe.each(DIALECTS)('POST /api/oauth2/token on %s', (dialect) => {
     })
   })
 
-  describe('abuse limit (SPEC §3.5)', () => {
+  describe('abuse limit', () => {
     it('the token endpoint is limited per IP: 429 with Retry-After past the limit', async () => {
       const limited = (await ctx.build({ limits: { token: { max: 3, windowMs: 60_000 } } })).app
       const call = () => tokenRequest(limited, { grant_type: 'refresh_token', refresh_token: 'nothing-0123456789', client_id: CLI_CLIENT_ID }, {})

@@ -9,7 +9,7 @@ import {
 import { signUp, type Account } from '../helpers/teams.js'
 
 /**
- * SPEC §9: pending authorizations, codes and tokens live in the database, so an authorization on
+ * Pending authorizations, codes and tokens live in the database, so an authorization on
  * one instance is exchanged and used on another.
  */
 describe.each(DIALECTS)('OAuth2 across two instances on one %s database', (dialect) => {

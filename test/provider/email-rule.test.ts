@@ -9,7 +9,7 @@ import {
 
 const email = (address: string, primary: boolean, verified: boolean): ProviderEmail => ({ email: address, primary, verified, visibility: primary ? 'private' : null })
 
-describe.each(DIALECTS)('provider login: which email (SPEC §4.6) on %s', (dialect) => {
+describe.each(DIALECTS)('provider login: which email on %s', (dialect) => {
   let ctx: TestContext
   let harness: ProviderLoginApp
   let seq = 0

@@ -10,7 +10,7 @@ import {
 
 const USERNAME = /^[a-zA-Z0-9_-]{3,50}$/
 
-describe.each(DIALECTS)('provider login: who signs in (SPEC §4.6) on %s', (dialect) => {
+describe.each(DIALECTS)('provider login: who signs in on %s', (dialect) => {
   let provider: FakeProvider
   beforeAll(async () => {
     provider = await startFakeProvider()

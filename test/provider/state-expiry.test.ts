@@ -6,7 +6,7 @@ import { manualClock } from '../helpers/clock.js'
 import { DIALECTS } from '../helpers/database.js'
 import { providerSettings, startFakeProvider, type FakeProvider } from '../helpers/fake-provider.js'
 
-/** SPEC §4.6: a sign-in must come back within 10 minutes; the server, not only the cookie, says so. */
+/** A sign-in must come back within 10 minutes; the server, not only the cookie, says so. */
 describe.each(DIALECTS)('provider sign-in state lifetime on %s', (dialect) => {
   let ctx: TestContext
   let provider: FakeProvider

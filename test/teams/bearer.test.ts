@@ -8,7 +8,7 @@ import { client, createTeam, ROOMY_LIMITS, signUp, type Account, type Call, type
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` })
 
 /**
- * The teams routes declared dual (SPEC §4.7) with a stand-in bearer verifier, until the OAuth2
+ * The teams routes declared dual with a stand-in bearer verifier, until the OAuth2
  * issue provides real access tokens: `teams-token` carries teams:read, `mcp-token` only mcp:read.
  */
 describe.each(DIALECTS)('teams routes with a bearer token on %s', (dialect) => {

@@ -37,7 +37,7 @@ export function emailTokensRepository(database: Database, executor: Db = databas
       return rows.length === 1
     },
 
-    /** Every unused token of that purpose dies with the one used (SPEC §4.2). */
+    /** Every unused token of that purpose dies with the one used. */
     async consumeAllFor(userId: string, purpose: EmailTokenPurpose, now: Date): Promise<void> {
       await db
         .update(t.emailTokens)

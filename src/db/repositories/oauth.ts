@@ -10,11 +10,11 @@ export type OAuthTokenRow = Database['t']['oauthTokens']['$inferSelect']
 
 export type OAuthRepository = ReturnType<typeof oauthRepository>
 
-/** SPEC §4.8 storage: clients, pending requests, consents, grants (codes) and tokens. */
+/** The authorization server's storage: clients, pending requests, consents, grants (codes) and tokens. */
 export function oauthRepository(database: Database, executor: Db = database.db) {
   const { t } = database
   const db = executor
-  // Every bearer request runs this lookup: prepared once, on first use (SPEC §7); one unique-index probe.
+  // Every bearer request runs this lookup: prepared once, on first use; one unique-index probe.
   const prepareLiveAccess = () => db
     .select({ token: t.oauthTokens, user: t.users })
     .from(t.oauthTokens)

@@ -9,7 +9,7 @@ export type SessionsRepository = ReturnType<typeof sessionsRepository>
 export function sessionsRepository(database: Database, executor: Db = database.db) {
   const { t } = database
   const db = executor
-  // Every authenticated request runs this lookup: built once, not per request (SPEC §7).
+  // Every authenticated request runs this lookup: built once, not per request.
   const live = db
     .select({ session: t.sessions, user: t.users })
     .from(t.sessions)

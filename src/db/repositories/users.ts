@@ -38,7 +38,7 @@ export function usersRepository(database: Database, executor: Db = database.db) 
 
     /**
      * Serializes registrations for the rest of the transaction, so "is this the first user?"
-     * and the uniqueness pre-checks cannot race (SPEC §4.2). SQLite transactions are serialized
+     * and the uniqueness pre-checks cannot race. SQLite transactions are serialized
      * already.
      */
     async lockRegistrations(): Promise<void> {
@@ -118,7 +118,7 @@ export function usersRepository(database: Database, executor: Db = database.db) 
     },
 
     /**
-     * SPEC §3.5: one atomic update counts a failed login inside the window (restarting the count
+     * One atomic update counts a failed login inside the window (restarting the count
      * when the window has passed) and locks the account once the count reaches the maximum.
      * Concurrent failures cannot lose counts.
      */
@@ -142,7 +142,7 @@ export function usersRepository(database: Database, executor: Db = database.db) 
       await db.update(t.users).set({ failedLogins: 0, failedLoginsSince: null, lockedUntil: null }).where(eq(t.users.id, id))
     },
 
-    /** Filtering, counting and paging happen in the database (SPEC §2.4). */
+    /** Filtering, counting and paging happen in the database. */
     async list(filter: UserFilter): Promise<{ rows: UserRow[]; total: number }> {
       const conditions: SQL[] = []
       if (filter.q) {

@@ -16,7 +16,7 @@ function auditEventView(event: AuditRow) {
   }
 }
 
-/** SPEC §4.3: the security events, newest first. */
+/** The security events, newest first. */
 export const auditRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/api/admin/audit-log', {
     config: { auth: policy.session({ permission: 'audit.view' }) },

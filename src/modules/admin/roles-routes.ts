@@ -3,7 +3,7 @@ import { GLOBAL_ROLES, ROLE_PERMISSIONS, TEAM_ROLES } from '../../auth/permissio
 import { policy } from '../../auth/policies.js'
 import { RolesEnvelope } from './schemas.js'
 
-/** SPEC §3.3: the one table of roles and permissions, as the code enforces it. */
+/** The one table of roles and permissions, as the code enforces it. */
 const ROLES = [
   ...GLOBAL_ROLES.map((id) => ({ id, scope: 'global' as const, permissions: [...ROLE_PERMISSIONS[id]] })),
   ...TEAM_ROLES.map((id) => ({ id, scope: 'team' as const, permissions: [...ROLE_PERMISSIONS[id]] })),

@@ -35,7 +35,7 @@ const usernameTaken = () => errors.conflict('USERNAME_TAKEN', 'This username is 
 const lastAdmin = () => errors.conflict('LAST_ADMIN', 'The last global admin cannot be demoted or deleted.')
 
 /**
- * SPEC §4.3: what a global admin does to other users. The rules that keep at least one global
+ * What a global admin does to other users. The rules that keep at least one global
  * admin are checked and applied in one transaction that holds the admins lock, so concurrent
  * demotions or deletions cannot both pass the count.
  */

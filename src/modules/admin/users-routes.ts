@@ -12,7 +12,7 @@ const tags = ['Admin']
 
 const actorOf = (request: FastifyRequest): Actor => ({ id: userCaller(request).userId, ip: request.ip })
 
-/** SPEC §4.3: the administration of users by global admins. */
+/** The administration of users by global admins. */
 export const adminUserRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const administration = () => app.services.administration
 

@@ -3,7 +3,7 @@ import type { AuditRepository } from '../../db/repositories/audit.js'
 import type { Db } from '../../db/types.js'
 import type { Clock } from '../../lib/clock.js'
 
-/** SPEC §4.3: the security events recorded. Details never hold a secret. */
+/** The security events recorded. Details never hold a secret. */
 export type AuditEventType =
   | 'user.registered' | 'user.login' | 'user.login_failed' | 'user.logout' | 'user.password_changed'
   | 'user.password_reset' | 'user.role_changed' | 'user.deleted' | 'user.updated' | 'user.email_verified'

@@ -13,7 +13,7 @@ import type { MailService } from '../mail/service.js'
 import { passwordChangedMail, passwordResetMail, verificationMail } from '../mail/templates.js'
 import type { SettingsService } from '../settings/service.js'
 
-/** SPEC §4.2: verification lives 24 hours, a reset link 1 hour; both are single use. */
+/** Verification lives 24 hours, a reset link 1 hour; both are single use. */
 export const VERIFICATION_LIFETIME_MS = 24 * 60 * 60 * 1000
 export const RESET_LIFETIME_MS = 60 * 60 * 1000
 
@@ -33,11 +33,11 @@ export interface EmailFlowDeps {
   config: Config
 }
 
-/** Email verification and password reset (SPEC §4.2, §4.5). */
+/** Email verification and password reset. */
 export class EmailFlows {
   constructor(private readonly deps: EmailFlowDeps) {}
 
-  /** Verification is mandatory only while mail can actually be sent (SPEC §3.4). */
+  /** Verification is mandatory only while mail can actually be sent. */
   async verificationRequired(): Promise<boolean> {
     const { settings, mail } = this.deps
     return (await settings.get('global.require_email_verification')) && (await mail.enabled())
@@ -75,7 +75,7 @@ export class EmailFlows {
 
   /**
    * Same answer whether or not the account exists. The mail is sent without being awaited by
-   * the caller's answer, so the time taken does not tell either (SPEC §4.2).
+   * the caller's answer, so the time taken does not tell either.
    */
   async forgotPassword(email: string): Promise<void> {
     if (!(await this.deps.mail.enabled())) {

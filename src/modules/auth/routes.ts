@@ -9,7 +9,7 @@ const tags = ['Authentication']
 const publicRoute = { auth: policy.public() }
 const SAME_ANSWER = 'If an account with this email exists, a mail is on its way.'
 
-/** SPEC §4.2: email registration, login, logout, verification, reset, password and profile. */
+/** Email registration, login, logout, verification, reset, password and profile. */
 export const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post('/api/auth/email/register', {
     config: { ...publicRoute, limit: 'loginOrRegister' },

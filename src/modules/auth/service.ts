@@ -44,7 +44,7 @@ const invalidCredentials = () => new AppError(401, 'INVALID_CREDENTIALS', 'Inval
 const emailTaken = () => errors.conflict('EMAIL_TAKEN', 'This email is already registered.')
 const usernameTaken = () => errors.conflict('USERNAME_TAKEN', 'This username is already taken.')
 
-/** SPEC §4.2: registration, login, logout, password change, profile. No Fastify types here. */
+/** Registration, login, logout, password change, profile. No Fastify types here. */
 export class AccountService {
   constructor(private readonly deps: Deps) {}
 
@@ -66,7 +66,7 @@ export class AccountService {
       const taken = await txUsers.taken(email, input.username)
       if (taken.email) throw emailTaken()
       if (taken.username) throw usernameTaken()
-      // SPEC §4.2: the first user ever is the global admin, with a verified email.
+      // The first user ever is the global admin, with a verified email.
       const first = !(await txUsers.any())
       const user = await txUsers.insert({
         id: newId(),
@@ -82,7 +82,7 @@ export class AccountService {
       })
       await teams.with(tx).createDefault(user.id, user.username, now)
       const pending = verificationRequired && !user.emailVerified
-      // With login switched off a non-admin's session would be refused anyway (SPEC §3.4).
+      // With login switched off a non-admin's session would be refused anyway.
       const signIn = !pending && (loginEnabled || user.roleId === 'global_admin')
       const session = signIn ? await sessions.create(user.id, sessionsRepository.with(tx)) : null
       await audit.record('user.registered', { actorId: user.id, ip: context.ip, target: user.id, details: { role_id: user.roleId } }, tx)
@@ -101,7 +101,7 @@ export class AccountService {
     const user = await users.findByLogin(login)
     const now = new Date(clock.now())
     if (user === undefined || user.passwordHash === null) {
-      // Same work, same answer as a wrong password (SPEC §3.5).
+      // Same work, same answer as a wrong password.
       await passwords.verifyDummy(password)
       await audit.record('user.login_failed', { ip: context.ip, details: { reason: 'unknown_login' } })
       throw invalidCredentials()
@@ -128,7 +128,7 @@ export class AccountService {
     if (userId !== null) await this.deps.audit.record('user.logout', { actorId: userId, ip: context.ip, target: userId })
   }
 
-  /** SPEC §3.1: every other session of the user dies; the current one stays. */
+  /** Every other session of the user dies; the current one stays. */
   async changePassword(user: UserRow, sessionRowId: string, current: string, next: string, context: RequestContext): Promise<void> {
     const { users, passwords, sessionsRepository, audit, clock } = this.deps
     if (user.passwordHash === null || !(await passwords.verify(user.passwordHash, current))) {

@@ -3,7 +3,7 @@ import { policy } from '../../auth/policies.js'
 import { TestEmailBody, TestEmailSent } from './schemas.js'
 import { testMail } from './templates.js'
 
-/** SPEC §4.3: the administrator's check of the SMTP settings. */
+/** The administrator's check of the SMTP settings. */
 export const mailRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post('/api/admin/email/test', {
     config: { auth: policy.session({ permission: 'email.test' }) },

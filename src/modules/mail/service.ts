@@ -57,7 +57,7 @@ export const mailErrors = {
 }
 
 /**
- * SPEC §4.5: mail over the SMTP settings, read at send time so a change applies to the next mail.
+ * Mail over the SMTP settings, read at send time so a change applies to the next mail.
  * The transport is kept while those settings stay the same. It is not pooled: each mail opens its
  * own connection, so nothing stays open between mails and an idle service holds no sockets.
  */
@@ -75,7 +75,7 @@ export class MailService {
     this.timeouts = timeouts
   }
 
-  /** SPEC §3.4: account mails go out only when sending is on and SMTP is configured. */
+  /** Account mails go out only when sending is on and SMTP is configured. */
   async enabled(): Promise<boolean> {
     const [sendMail, host, fromEmail] = await Promise.all([
       this.settings.get('global.send_mail'),
@@ -112,7 +112,7 @@ export class MailService {
   }
 
   /**
-   * For the account flows (SPEC §4.5): a mail failure never fails the write that triggered it.
+   * For the account flows: a mail failure never fails the write that triggered it.
    * Sends only when `enabled()`; true when the mail went out. A failure is logged with the
    * recipient's domain only — never the address, the body or the link it carries.
    */

@@ -1,7 +1,7 @@
 import { escapeHtml } from '../../lib/html.js'
 
 /**
- * SPEC §4.5: every mail has a plain-text and an HTML part and names the product. The HTML part
+ * Every mail has a plain-text and an HTML part and names the product. The HTML part
  * escapes every value it did not write itself (user names, links); the text part is not HTML
  * and carries them as they are. Pure functions: the caller builds links and sends.
  */

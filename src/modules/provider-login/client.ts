@@ -15,7 +15,7 @@ export interface ProviderIdentity {
   id: string
   login: string
   name: string | null
-  /** The primary verified email, else any verified one, else null (SPEC §4.6). */
+  /** The primary verified email, else any verified one, else null. */
   email: string | null
 }
 
@@ -34,7 +34,7 @@ export const emailNotAvailable = () =>
  * A GitHub-compatible identity provider: the authorization-code client is simple-oauth2 (the
  * library under @fastify/oauth2), built per call because the credentials are settings that may
  * change at run time; /user and /user/emails are read with the access token once, and the token
- * is then dropped (SPEC §4.6).
+ * is then dropped.
  */
 export class ProviderClient {
   constructor(private readonly oauthUrl: string, private readonly apiUrl: string) {}
@@ -45,7 +45,7 @@ export class ProviderClient {
 
   async identify(credentials: ProviderCredentials, code: string): Promise<ProviderIdentity> {
     const { accessToken, scope } = await this.exchange(credentials, code)
-    // SPEC §4.6: without user:email the emails cannot be read, whatever /user says.
+    // Without user:email the emails cannot be read, whatever /user says.
     if (!scope.split(/[ ,]+/).includes('user:email')) throw emailNotAvailable()
     const user = await this.api<{ id: number | string; login: string; name?: string | null }>('/user', accessToken)
     const emails = await this.api<ProviderEmail[]>('/user/emails', accessToken, true)

@@ -7,12 +7,12 @@ import { Ok } from '../../http/envelope.js'
 const tags = ['Provider login']
 const STATE_COOKIE = 'provider_oauth_state'
 const STATE_PATH = '/api/auth/provider'
-/** SPEC §4.6: the state lives 10 minutes. */
+/** The state lives 10 minutes. */
 const STATE_MAX_AGE_S = 600
 
 const Redirect = Type.Null({ description: '302 with a Location header' })
 
-/** SPEC §4.6: sign-in with the identity provider. */
+/** Sign-in with the identity provider. */
 export const providerLoginRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const provider = () => app.services.providerLogin
   const cookie = () => app.services.sessions.cookie

@@ -14,7 +14,7 @@ import type { SessionService } from '../../auth/sessions.js'
 import { emailNotAvailable, providerFailed, type ProviderClient, type ProviderCredentials, type ProviderIdentity } from './client.js'
 import { usernameCandidates } from './usernames.js'
 
-/** SPEC §4.6: a sign-in must come back within 10 minutes. */
+/** A sign-in must come back within 10 minutes. */
 export const STATE_LIFETIME_MS = 10 * 60 * 1000
 
 const disabled = () => new AppError(403, 'PROVIDER_OAUTH_DISABLED', 'Sign-in with the identity provider is not enabled.')
@@ -34,7 +34,7 @@ export interface Deps {
   config: Config
 }
 
-/** SPEC §4.6: sign-in with a GitHub-compatible identity provider, with account linking. */
+/** Sign-in with a GitHub-compatible identity provider, with account linking. */
 export class ProviderLogin {
   constructor(private readonly deps: Deps) {}
 

@@ -1,5 +1,5 @@
 /**
- * Usernames for new provider accounts (SPEC §4.2: 3–50 of `[a-zA-Z0-9_-]`): the provider login
+ * Usernames for new provider accounts: the provider login
  * cleaned up, then `-2`, `-3`… until one is free.
  */
 export function* usernameCandidates(login: string): Generator<string> {

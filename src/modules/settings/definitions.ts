@@ -1,7 +1,7 @@
 import type { Config } from '../../config.js'
 
 /**
- * SPEC §4.4: settings are defined here, in code, by group, with a type and a default. The
+ * Settings are defined here, in code, by group, with a type and a default. The
  * database holds only values; unknown keys cannot be created through the API. Plugins add
  * groups under `plugin.<id>.*` through the same `SettingDefinition` shape.
  */

@@ -2,7 +2,7 @@ import type { Config } from '../../config.js'
 import type { SettingChange } from './service.js'
 
 /**
- * SPEC §1: SMTP_URL and PROVIDER_OAUTH_CLIENT_ID/SECRET configure a deployment without a click.
+ * SMTP_URL and PROVIDER_OAUTH_CLIENT_ID/SECRET configure a deployment without a click.
  * They apply only to settings nobody has set yet; a value chosen through the API always wins.
  */
 export function environmentSeeds(config: Config): SettingChange[] {

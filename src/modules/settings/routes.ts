@@ -13,7 +13,7 @@ const tags = ['Settings']
 const canView = { auth: policy.session({ permission: 'settings.view' }) }
 const canEdit = { auth: policy.session({ permission: 'settings.edit' }) }
 
-/** SPEC §4.4: the API never returns a secret's plaintext, only whether one is set. */
+/** The API never returns a secret's plaintext, only whether one is set. */
 function settingView(setting: SettingView) {
   return {
     key: setting.key,
@@ -36,7 +36,7 @@ const actorOf = (caller: Caller | null) => (caller?.kind === 'user' ? caller.use
 const recordUpdate = (audit: AuditLog, keys: string[], actorId: string | null, ip: string) => (tx: Db) =>
   audit.record('settings.updated', { actorId, ip, target: keys.length === 1 ? keys[0]! : null, details: { keys } }, tx)
 
-/** SPEC §4.4: the global settings, typed, grouped, audited. */
+/** The global settings, typed, grouped, audited. */
 export const settingsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const groups = async () => {
     const settings = await app.services.settings.list()

@@ -19,7 +19,7 @@ import { environmentSeeds } from './environment-seeds.js'
 
 /**
  * How stale a cached value may be. Another instance's change is seen within this bound plus
- * one query (SPEC §4.4 promises 5 s); this instance's own changes are seen at once.
+ * one query (the API promises 5 s); this instance's own changes are seen at once.
  */
 export const SETTINGS_REVALIDATE_MS = 2000
 

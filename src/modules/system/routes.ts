@@ -7,7 +7,7 @@ import { DbSetupBody, DbStatus, Health, Ready } from './schemas.js'
 
 const open = { auth: policy.public(), beforeSetup: true }
 
-/** SPEC §4.1: liveness, readiness, database status and setup. */
+/** Liveness, readiness, database status and setup. */
 export const systemRoutes: FastifyPluginAsyncTypebox<{ lifecycle: DatabaseLifecycle }> = async (app, { lifecycle }) => {
   app.get('/api/health', {
     config: open,

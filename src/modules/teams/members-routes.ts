@@ -7,7 +7,7 @@ import { memberView, teamView } from './view.js'
 
 const tags = ['Teams']
 
-/** SPEC §4.7: membership and ownership. */
+/** Membership and ownership. */
 export const teamMemberRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const teams = () => app.services.teamService
   /** The members as the list answers them (owner marked). */

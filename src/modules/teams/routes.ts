@@ -7,7 +7,7 @@ import { teamView } from './view.js'
 const tags = ['Teams']
 const teamsRead = policy.dual('teams:read')
 
-/** SPEC §4.7: teams. Membership and permissions come from the route policy (`:id`). */
+/** Teams. Membership and permissions come from the route policy (`:id`). */
 export const teamRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const teams = () => app.services.teamService
 

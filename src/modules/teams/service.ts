@@ -6,7 +6,7 @@ import { AppError, errors } from '../../http/errors.js'
 import type { Clock } from '../../lib/clock.js'
 import type { SettingsService } from '../settings/service.js'
 
-/** Who acts on a team; a global admin holds every team permission (SPEC §3.3). */
+/** Who acts on a team; a global admin holds every team permission. */
 export interface TeamActor {
   userId: string
   isGlobalAdmin: boolean
@@ -19,7 +19,7 @@ export interface TeamView extends TeamWithCount {
 const defaultTeam = (what: string) => errors.conflict('DEFAULT_TEAM', `A default team cannot be ${what}.`)
 const notMember = () => errors.notFound('Member')
 
-/** SPEC §4.7: teams, membership and ownership. No Fastify types here. */
+/** Teams, membership and ownership. No Fastify types here. */
 export class TeamService {
   constructor(private readonly deps: { database: Database; teams: TeamsRepository; users: UsersRepository; settings: SettingsService; clock: Clock }) {}
 
@@ -136,7 +136,7 @@ export class TeamService {
   }
 
   /**
-   * SPEC §4.7, item 6 of the teams issue: when a user is deleted, each non-default team they own
+   * When a user is deleted, each non-default team they own
    * passes to its longest-standing other team_admin, or is deleted when there is none.
    * Runs inside the deletion's transaction.
    */

@@ -1,7 +1,7 @@
 import type { MemberView, TeamWithCount } from '../../db/repositories/teams.js'
 import type { TeamRole } from '../../auth/permissions.js'
 
-/** SPEC §4.7: a team as its caller sees it (their role, whether they own it). */
+/** A team as its caller sees it (their role, whether they own it). */
 export function teamView(team: TeamWithCount & { role: TeamRole | null }, callerId: string) {
   return {
     id: team.id,

@@ -18,7 +18,7 @@ const Account = Ok(Type.Object({
   team_count: Type.Integer(),
 }))
 
-/** SPEC §4.3: the caller's own profile and account. */
+/** The caller's own profile and account. */
 export const meRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/api/users/me', {
     config: { auth: policy.dual('user:read') },

@@ -1,6 +1,6 @@
 import type { UserRow } from '../../db/repositories/users.js'
 
-/** SPEC §4.2: the user as every route shows it. Never a hash. */
+/** The user as every route shows it. Never a hash. */
 export function userView(user: UserRow) {
   return {
     id: user.id,

@@ -9,7 +9,7 @@ import { AuthorizeQuery, ConsentBody, ConsentDetails, ConsentLoginBody, ConsentQ
 import { describeScopes } from '../scopes.js'
 import { describeValidation, failPage, isForm, optionalSession, sendPage, wantsJson } from './shared.js'
 
-/** SPEC §4.8: what the browser sees — the authorization endpoint, sign-in and consent. */
+/** What the browser sees — the authorization endpoint, sign-in and consent. */
 export const browserRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const oauth = () => app.services.oauth
   // The consent page's forms post form-encoded bodies; only these routes accept them.

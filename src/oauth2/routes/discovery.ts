@@ -6,7 +6,7 @@ import { userinfo } from '../metadata.js'
 import { MetadataAnswer, RegisterAnswer, RegisterBody, tags, UserinfoAnswer } from '../schemas.js'
 import { describeValidation } from './shared.js'
 
-/** SPEC §4.8: metadata (RFC 8414), userinfo and dynamic client registration (RFC 7591). JSON only. */
+/** Metadata (RFC 8414), userinfo and dynamic client registration (RFC 7591). JSON only. */
 export const discoveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const oauth = () => app.services.oauth
 

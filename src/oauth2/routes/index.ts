@@ -3,7 +3,7 @@ import { browserRoutes } from './browser.js'
 import { discoveryRoutes } from './discovery.js'
 import { protocolRoutes } from './protocol.js'
 
-/** SPEC §4.8. Form bodies are accepted only inside the browser and protocol contexts. */
+/** The authorization server's routes. Form bodies are accepted only inside the browser and protocol contexts. */
 export const oauthRoutes: FastifyPluginAsync = async (app) => {
   await app.register(browserRoutes)
   await app.register(protocolRoutes)

@@ -7,7 +7,7 @@ import { describeValidation } from './shared.js'
 
 const FORM_OR_JSON = ['application/x-www-form-urlencoded', 'application/json']
 
-/** SPEC §4.8: the endpoints clients call directly. Bodies are form-encoded (RFC 6749) or JSON. */
+/** The endpoints clients call directly. Bodies are form-encoded (RFC 6749) or JSON. */
 export const protocolRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const endpoint = () => app.services.oauth.tokenEndpoint
   await app.register(formBody)

@@ -78,7 +78,7 @@ export const auditEvents = pgTable('audit_events', {
   createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull(),
 }, (t) => [index('audit_events_created_idx').on(t.createdAt), index('audit_events_type_idx').on(t.type, t.createdAt), index('audit_events_actor_idx').on(t.actorId)])
 
-/** Pending provider sign-ins (SPEC §4.6): the state is single use on the server, not only in the browser. */
+/** Pending provider sign-ins: the state is single use on the server, not only in the browser. */
 export const providerStates = pgTable('provider_states', {
   id: text('id').primaryKey(),
   digest: text('digest').notNull(),

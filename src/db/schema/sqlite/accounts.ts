@@ -78,7 +78,7 @@ export const auditEvents = sqliteTable('audit_events', {
   createdAt: integer('created_at', { mode: 'timestamp_ms' }).notNull(),
 }, (t) => [index('audit_events_created_idx').on(t.createdAt), index('audit_events_type_idx').on(t.type, t.createdAt), index('audit_events_actor_idx').on(t.actorId)])
 
-/** Pending provider sign-ins (SPEC §4.6): the state is single use on the server, not only in the browser. */
+/** Pending provider sign-ins: the state is single use on the server, not only in the browser. */
 export const providerStates = sqliteTable('provider_states', {
   id: text('id').primaryKey(),
   digest: text('digest').notNull(),

@@ -2,8 +2,8 @@ import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'driz
 import { users } from './accounts.js'
 
 /**
- * OAuth 2.0 authorization server (SPEC §4.8). Codes, access and refresh tokens are stored only as
- * HMAC digests under unique indexes (SPEC §3.1); lists (redirect URIs, grant types, scopes) are
+ * OAuth 2.0 authorization server. Codes, access and refresh tokens are stored only as
+ * HMAC digests under unique indexes; lists (redirect URIs, grant types, scopes) are
  * space-separated, as in the protocol itself.
  */
 
