@@ -72,7 +72,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     frameworkErrors: frameworkErrors(headers),
     clientErrorHandler: clientErrorHandler(headers),
-    return503OnClosing: true,
+    // Requests arriving while closing get the envelope from the onRequest hook instead.
+    return503OnClosing: false,
     forceCloseConnections: 'idle',
   }).withTypeProvider<TypeBoxTypeProvider>()
 
@@ -99,9 +100,11 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   // The one onRequest hook: headers every answer carries, the setup gate, then the route policy.
   // Callback style keeps public routes free of promise overhead.
   const crossSite = csrfGuard(config)
+  const isClosing = installGracefulClose(app)
   app.addHook('onRequest', (request, reply, done) => {
     reply.headers(headers)
     reply.header('x-request-id', request.id)
+    if (isClosing()) return done(errors.shuttingDown())
     if (request.is404) return done()
     const { auth, beforeSetup } = request.routeOptions.config
     if (beforeSetup !== true && !lifecycle.ready) return done(errors.databaseNotConfigured())
@@ -113,7 +116,6 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       done()
     }, done)
   })
-  installGracefulClose(app)
   app.addHook('onClose', () => lifecycle.close())
 
   try {

@@ -14,3 +14,16 @@ export function violatedUniqueIndex(error: unknown): string | null {
   }
   return null
 }
+
+/**
+ * The database could not be reached, or the connection a statement ran on was lost or stopped
+ * answering: not the request's fault, worth trying again shortly (503 DATABASE_UNAVAILABLE). The
+ * PostgreSQL pool (db/pg.ts) raises it, with the driver's error as `cause`, for every failure that
+ * is not an answer of the server itself.
+ */
+export class DatabaseUnavailableError extends Error {
+  constructor(cause: unknown) {
+    super(`database unavailable: ${cause instanceof Error ? cause.message : String(cause)}`, { cause })
+    this.name = 'DatabaseUnavailableError'
+  }
+}

@@ -3,11 +3,131 @@ import { drizzle } from 'drizzle-orm/node-postgres'
 import { migrate } from 'drizzle-orm/node-postgres/migrator'
 import pg from 'pg'
 import { migrationsFolder } from '../paths.js'
+import { DatabaseUnavailableError } from './errors.js'
 import * as schema from './schema/pg/index.js'
 import type { Database, Db } from './types.js'
 
 /** Any constant works; it only has to be the same for every instance migrating this database. */
 const MIGRATION_LOCK_ID = 0x5e71ce
+/** Opening a connection, or waiting for a free one in the pool, fails after this long. */
+const CONNECT_TIMEOUT_MS = 5_000
+/**
+ * A statement still unanswered after this long is taken for a connection that stopped answering
+ * (a server that hangs, a network cut without a reset): the connection is dropped and the
+ * statement fails as unavailable. The statements of a request are indexed lookups and small
+ * writes; migrations run on a connection of their own, without this limit.
+ */
+const QUERY_TIMEOUT_MS = 10_000
+
+type Callback = (error: unknown, ...results: unknown[]) => void
+
+/**
+ * A pool client whose failures tell the database's fault from the request's. The server's own
+ * answers (pg's DatabaseError: a constraint, invalid input, or the server saying it shuts down)
+ * are kept as they are, with their SQLSTATE. Any other failure of a statement on a connection
+ * that was lost (closed, reset, terminated, or dropped by the query timeout) becomes a
+ * DatabaseUnavailableError, whatever text the driver gave it; other failures (a bug in how a
+ * statement was built) stay what they are.
+ */
+class GuardedClient extends pg.Client {
+  private lost = false
+
+  constructor(config?: pg.ClientConfig) {
+    super(config)
+    const markLost = () => {
+      this.lost = true
+    }
+    // Registered before the client's own listeners (added when it connects), so that the flag is
+    // set before any pending statement is failed. The 'error' listener also keeps a connection
+    // lost while the client is checked out of the pool (pg-pool listens only to idle ones) from
+    // being an 'error' event nobody listens to, which would throw and end the process; the
+    // statements in progress fail with the cause anyway.
+    this.on('error', markLost)
+    this.connection.on('error', markLost)
+    this.connection.on('end', markLost)
+  }
+
+  // Every form pg supports goes through (drizzle uses the promise form, pg-pool's query the
+  // callback form); a Submittable (cursor, stream) is passed on untouched.
+  override query(...args: unknown[]): any {
+    const last = args.length - 1
+    const callback = args[last]
+    if (typeof callback === 'function') {
+      const timer = this.watch()
+      args[last] = (error: unknown, ...results: unknown[]) => {
+        clearTimeout(timer)
+        ;(callback as Callback)(error === undefined || error === null ? error : this.classify(error), ...results)
+      }
+      return Reflect.apply(pg.Client.prototype.query, this, args)
+    }
+    const result: unknown = Reflect.apply(pg.Client.prototype.query, this, args)
+    if (!(result instanceof Promise)) return result
+    const timer = this.watch()
+    return result.then(
+      (value: unknown) => {
+        clearTimeout(timer)
+        return value
+      },
+      (error: unknown) => {
+        clearTimeout(timer)
+        throw this.classify(error)
+      },
+    )
+  }
+
+  private watch(): NodeJS.Timeout {
+    return setTimeout(() => {
+      this.lost = true
+      this.connection.stream.destroy(new Error(`no answer from PostgreSQL within ${QUERY_TIMEOUT_MS} ms`))
+    }, QUERY_TIMEOUT_MS).unref()
+  }
+
+  private classify(error: unknown): unknown {
+    if (error instanceof pg.DatabaseError) return error
+    return this.lost ? new DatabaseUnavailableError(error) : error
+  }
+}
+
+class GuardedPool extends pg.Pool {
+  /**
+   * Getting a connection fails only for want of a database: refused, timed out, too many
+   * connections, a server starting up or shutting down, a pool already ended. Whatever the driver
+   * raised, it becomes a DatabaseUnavailableError.
+   */
+  override connect(...args: unknown[]): any {
+    const callback = args[0]
+    if (typeof callback === 'function') {
+      const guarded: Callback = (error, ...results) => (callback as Callback)(error ? new DatabaseUnavailableError(error) : error, ...results)
+      return Reflect.apply(pg.Pool.prototype.connect, this, [guarded])
+    }
+    return (Reflect.apply(pg.Pool.prototype.connect, this, []) as Promise<pg.PoolClient>).catch((error: unknown) => {
+      throw new DatabaseUnavailableError(error)
+    })
+  }
+
+  /**
+   * pg-pool's own query fails the statement with the raw error its client emits when the
+   * connection drops, past the client's classification; this one runs the statement on a
+   * checked-out GuardedClient (drizzle's queries outside transactions, the readiness ping). A
+   * connection found lost is released as broken; the pool would drop it anyway.
+   */
+  override query(...args: unknown[]): any {
+    const [first] = args
+    const submittable = typeof first === 'object' && first !== null && typeof (first as { submit?: unknown }).submit === 'function'
+    if (submittable || typeof args.at(-1) === 'function') return Reflect.apply(pg.Pool.prototype.query, this, args)
+    return (this.connect() as Promise<pg.PoolClient>).then(async (client) => {
+      let failure: unknown
+      try {
+        return await (Reflect.apply(client.query, client, args) as Promise<unknown>)
+      } catch (error) {
+        failure = error
+        throw error
+      } finally {
+        client.release(failure instanceof DatabaseUnavailableError ? failure : undefined)
+      }
+    })
+  }
+}
 
 export interface PgOptions {
   url: string
@@ -16,42 +136,64 @@ export interface PgOptions {
 }
 
 export function openPostgres({ url, poolSize, onError }: PgOptions): Database {
-  const pool = new pg.Pool({
+  const pool = new GuardedPool({
     connectionString: url,
     max: poolSize,
-    connectionTimeoutMillis: 5000,
+    Client: GuardedClient,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
     idleTimeoutMillis: 30_000,
+    // TCP keepalive, so that a peer gone without a word (a failover, a cut network) is noticed
+    // on idle connections too.
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
   })
   // An idle client losing its connection (e.g. PostgreSQL restarting) must not crash the
   // process; the pool replaces it and requests in the meantime get 503.
   pool.on('error', onError)
   const db = drizzle({ client: pool, schema })
   const inTransaction = new AsyncLocalStorage<Db>()
+  // A drizzle instance per pooled connection, for its transactions: made on first use, kept with it.
+  const onConnection = new WeakMap<pg.PoolClient, Db>()
 
   return {
     dialect: 'postgresql',
     db,
     t: schema,
-    transaction(fn) {
+    async transaction(fn) {
       // As on SQLite, a transaction opened inside another joins it: a second pool connection
-      // would commit on its own and, with the pool exhausted, wait for ever.
+      // would commit on its own and, with the pool exhausted, wait for one.
       const current = inTransaction.getStore()
       if (current !== undefined) return fn(current)
-      return db.transaction((tx) => inTransaction.run(tx, () => fn(tx)))
+      // The connection is checked out here rather than by drizzle, whose pool path gives it back
+      // only once BEGIN succeeded: a connection lost during BEGIN would leak from the pool for
+      // good. Released in every case; the pool drops it when it is broken.
+      const client = await pool.connect()
+      try {
+        let session = onConnection.get(client)
+        if (session === undefined) onConnection.set(client, (session = drizzle({ client, schema })))
+        return await session.transaction((tx) => inTransaction.run(tx, () => fn(tx)))
+      } finally {
+        client.release()
+      }
     },
     async ping() {
       await pool.query('select 1')
     },
     async migrate() {
-      // Instances starting together must not migrate the same database at once.
-      const lock = await pool.connect()
+      // On a connection of its own, outside the pool: a pool of one must not wait for a second
+      // connection, and migrating (or waiting for another instance's migration) may take longer
+      // than the query timeout of the pool's connections.
+      const lock = new pg.Client({ connectionString: url, connectionTimeoutMillis: CONNECT_TIMEOUT_MS })
+      // A lost connection fails the statement in progress; without a listener it would also throw.
+      lock.on('error', () => {})
+      await lock.connect()
       try {
+        // Instances starting together must not migrate the same database at once.
         await lock.query('select pg_advisory_lock($1)', [MIGRATION_LOCK_ID])
-        // On the connection holding the lock: a pool of one must not wait for a second one.
         await migrate(drizzle({ client: lock }), { migrationsFolder: migrationsFolder('pg') })
       } finally {
         await lock.query('select pg_advisory_unlock($1)', [MIGRATION_LOCK_ID]).catch(() => {})
-        lock.release()
+        await lock.end().catch(() => {})
       }
     },
     async close() {

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto'
 import { STATUS_CODES } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify'
+import { DatabaseUnavailableError } from '../db/errors.js'
 import { AppError, errors } from './errors.js'
 import { toFieldProblems } from './validation.js'
 
@@ -10,11 +11,13 @@ export const MAX_PARAM_LENGTH = 1000
 
 const BODY_LIMIT_CODES = new Set(['FST_ERR_CTP_BODY_TOO_LARGE'])
 const BAD_JSON_CODES = new Set(['FST_ERR_CTP_EMPTY_JSON_BODY', 'FST_ERR_CTP_INVALID_JSON_BODY'])
-/** Connection-level failures: the database is down or restarting, not the request's fault. */
-const DB_UNAVAILABLE_CODES = new Set([
-  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND',
-  '57P01', '57P02', '57P03', '08000', '08001', '08003', '08006', 'SQLITE_BUSY',
-])
+/**
+ * The database cannot serve now, which is not the request's fault. A connection PostgreSQL's pool
+ * could not open or lost arrives typed (DatabaseUnavailableError, see db/pg.ts), never judged by
+ * its text; besides that, these codes: SQLSTATE class 08 (connection exception) and 57P01–57P03
+ * (the server shuts down, crashed, or is starting), and SQLite busy past its timeout.
+ */
+const DB_UNAVAILABLE_CODES = new Set(['57P01', '57P02', '57P03', '08000', '08001', '08003', '08004', '08006', 'SQLITE_BUSY'])
 const UNIQUE_VIOLATION_CODES = new Set(['23505', 'SQLITE_CONSTRAINT_UNIQUE', 'SQLITE_CONSTRAINT_PRIMARYKEY'])
 /** A write that refers to a row deleted meanwhile (a concurrent delete), not a server fault. */
 const FOREIGN_KEY_CODES = new Set(['23503', 'SQLITE_CONSTRAINT_FOREIGNKEY'])
@@ -32,7 +35,9 @@ function sendError(request: FastifyRequest, reply: FastifyReply, appError: AppEr
   // OAuth protocol endpoints answer RFC 6749 errors for every failure.
   const oauthStyle = request.routeOptions?.config?.oauthErrors
   const rfcError = appError.oauthError ?? (oauthStyle === undefined ? undefined : rfcErrorFor(appError.statusCode, oauthStyle))
-  if (appError.statusCode >= 500) request.log.error({ err: cause }, 'request failed')
+  // A database outage or a shutdown is a warning per request; anything else past 4xx is a fault.
+  if (appError.statusCode === 500) request.log.error({ err: cause }, 'request failed')
+  else if (appError.statusCode > 500) request.log.warn({ err: cause, code: appError.code }, appError.message)
   else request.log.info({ code: appError.code, statusCode: appError.statusCode }, appError.message)
   if (appError.headers) reply.headers(appError.headers)
   return reply.code(appError.statusCode).send({
@@ -102,8 +107,8 @@ function toAppError(error: FastifyError, bodyLimit: number): AppError {
   if (BODY_LIMIT_CODES.has(error.code)) return errors.payloadTooLarge(bodyLimit)
   if (BAD_JSON_CODES.has(error.code) || (error instanceof SyntaxError && error.statusCode === 400)) return errors.invalidJson()
 
+  if (databaseUnavailable(error)) return errors.databaseUnavailable()
   const cause = databaseCause(error)
-  if (cause !== null && DB_UNAVAILABLE_CODES.has(cause)) return errors.databaseUnavailable()
   if (cause !== null && UNIQUE_VIOLATION_CODES.has(cause)) return errors.conflict('CONFLICT', 'This conflicts with an existing record.')
   if (cause !== null && FOREIGN_KEY_CODES.has(cause)) return errors.conflict('CONFLICT', 'This refers to something that no longer exists.')
 
@@ -118,7 +123,17 @@ function toAppError(error: FastifyError, bodyLimit: number): AppError {
 function databaseCause(error: unknown): string | null {
   for (let current = error, depth = 0; current instanceof Error && depth < 4; current = current.cause, depth++) {
     const code = (current as { code?: unknown }).code
-    if (typeof code === 'string' && (DB_UNAVAILABLE_CODES.has(code) || UNIQUE_VIOLATION_CODES.has(code) || FOREIGN_KEY_CODES.has(code))) return code
+    if (typeof code === 'string' && (UNIQUE_VIOLATION_CODES.has(code) || FOREIGN_KEY_CODES.has(code))) return code
   }
   return null
+}
+
+/** Whether the error, or one it wraps (drizzle's DrizzleQueryError carries the driver's as `cause`), says the database cannot serve now. */
+function databaseUnavailable(error: unknown): boolean {
+  for (let current = error, depth = 0; current instanceof Error && depth < 4; current = current.cause, depth++) {
+    if (current instanceof DatabaseUnavailableError) return true
+    const code = (current as { code?: unknown }).code
+    if (typeof code === 'string' && DB_UNAVAILABLE_CODES.has(code)) return true
+  }
+  return false
 }

@@ -64,6 +64,8 @@ export const errors = {
     new AppError(415, 'UNSUPPORTED_MEDIA_TYPE', 'The request body must be sent as Content-Type: application/json.'),
   databaseNotConfigured: () =>
     new AppError(503, 'DATABASE_NOT_CONFIGURED', 'The database is not configured yet: POST /api/db/setup first.'),
+  shuttingDown: () =>
+    new AppError(503, 'SHUTTING_DOWN', 'The service is shutting down; send the request again (another instance, or this one after its restart).'),
   databaseUnavailable: () =>
     new AppError(503, 'DATABASE_UNAVAILABLE', 'The database is not answering; try again shortly.'),
   internal: () => new AppError(500, 'INTERNAL_ERROR', 'Internal server error.'),
