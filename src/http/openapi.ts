@@ -21,7 +21,15 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
         title: 'Service backend API',
         description:
           'Backend HTTP API of the MCP server deployment platform. Every JSON answer carries `success`; ' +
-          'payloads sit under `data`, errors carry a stable `code` (see the README for the table).',
+          'payloads sit under `data`, errors carry a stable `code` (see the README for the table). Every answer carries ' +
+          '`X-Request-Id`.\n\nBad input is a 4xx, never a 5xx: malformed JSON → 400 `INVALID_JSON`; a schema failure, unknown ' +
+          'body or query properties, a NUL character or an unpaired UTF-16 surrogate in any string (body, query or path), a ' +
+          'non-finite number, or a path parameter over 1 000 characters → 400 `VALIDATION_ERROR` with `details: [{field, message, in}]`; ' +
+          'a malformed percent-encoding in the path → 400 `INVALID_URL`; a body over 1 MiB → 413 `PAYLOAD_TOO_LARGE`; a body ' +
+          'that is not JSON → 415 `UNSUPPORTED_MEDIA_TYPE`; a request line and headers over 16 KiB → 431 `HEADERS_TOO_LARGE`. ' +
+          'Lists take `limit` 1–100 (default 20) and `offset` 0–1 000 000 (default 0).\n\nA database that does not answer → 503 ' +
+          '`DATABASE_UNAVAILABLE`; a request arriving while the instance shuts down → 503 `SHUTTING_DOWN` (it did not run; ' +
+          'send it again).',
         version: API_VERSION,
       },
       servers: [{ url: config.publicUrl, description: 'Development base address' }],
