@@ -92,6 +92,23 @@ describe.each(DIALECTS)('races on teams and OAuth on %s', (dialect) => {
       expect((await membersOf(team.id)).map((member) => member.userId).sort()).toEqual([owner.id, crowd[0]!.id].sort())
     })
 
+    it('users added while an admin deletes them: each addition 201 or 404 (never 409 or 5xx), and no membership outlives its user', async () => {
+      const owner = await fresh()
+      const team = await createTeam(call, owner, 'Vanishing Members')
+      const victims = await Promise.all(Array.from({ length: N / 2 }, () => fresh('victim')))
+      await warmUp(app, N)
+      const responses = await fire(N, (i) => {
+        const victim = victims[i >> 1]!
+        return i % 2 === 0
+          ? call('DELETE', `/api/admin/users/${victim.id}`, admin)
+          : call('POST', `/api/teams/${team.id}/members`, owner, { login: victim.username, role: 'team_user' })
+      })
+      expect(responses.filter((_, i) => i % 2 === 0).map((response) => response.statusCode)).toEqual(victims.map(() => 200))
+      const additions = responses.filter((_, i) => i % 2 === 1)
+      for (const addition of additions) expect([201, 404], addition.body).toContain(addition.statusCode)
+      expect((await membersOf(team.id)).map((member) => member.userId)).toEqual([owner.id])
+    })
+
     it('concurrent demotions, removals, departures and ownership transfers: the owner stays a team_admin member', async () => {
       await withTeamSetting(app, 'team.creation_limit', 10)
       const [owner, a1, a2, a3, a4, user] = [await fresh(), await fresh(), await fresh(), await fresh(), await fresh(), await fresh()]

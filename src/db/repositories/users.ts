@@ -58,10 +58,11 @@ export function usersRepository(database: Database, executor: Db = database.db) 
      * Serializes changes to one user's credentials for the rest of the transaction (a row lock
      * taken before anything else is touched, so concurrent password resets of one user queue
      * instead of deadlocking on each other's email tokens). SQLite transactions are serialized
-     * already.
+     * already. False when the user is gone (deleted meanwhile).
      */
-    async lockUser(id: string): Promise<void> {
-      if (dialect === 'postgresql') await db.execute(sql`select 1 from ${t.users} where ${t.users.id} = ${id} for update`)
+    async lockUser(id: string): Promise<boolean> {
+      const locked = db.select({ id: t.users.id }).from(t.users).where(eq(t.users.id, id))
+      return (await (dialect === 'postgresql' ? locked.for('update') : locked)).length > 0
     },
 
     async any(): Promise<boolean> {

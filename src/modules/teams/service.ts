@@ -80,11 +80,13 @@ export class TeamService {
     const limit = await settings.get('team.member_limit')
     const user = await users.findByLogin(login)
     if (user === undefined) throw errors.notFound('User')
-    await this.inTeam(teamId, async (txTeams, team) => {
+    await this.inTeam(teamId, async (txTeams, team, tx) => {
       if (team.isDefault) throw defaultTeam('given other members')
       if ((await txTeams.roleOf(user.id, teamId)) !== null) {
         throw errors.conflict('ALREADY_MEMBER', 'This user is already a member of the team.')
       }
+      // A user deleted meanwhile is not found, on either dialect; the lock keeps them until commit.
+      if (!(await users.with(tx).lockUser(user.id))) throw errors.notFound('User')
       if ((await txTeams.countMembers(teamId)) >= limit) {
         throw errors.conflict('MEMBER_LIMIT_REACHED', `A team may have at most ${limit} members.`)
       }
@@ -156,13 +158,13 @@ export class TeamService {
   }
 
   /** Runs `fn` with the team locked, so member counts and roles cannot change underneath. */
-  private async inTeam(teamId: string, fn: (txTeams: TeamsRepository, team: TeamWithCount) => Promise<void>, database = this.deps.database): Promise<void> {
+  private async inTeam(teamId: string, fn: (txTeams: TeamsRepository, team: TeamWithCount, tx: Db) => Promise<void>, database = this.deps.database): Promise<void> {
     await database.transaction(async (tx) => {
       const txTeams = this.deps.teams.with(tx)
       await txTeams.lock(teamId)
       const team = await txTeams.find(teamId)
       if (team === undefined) throw errors.notFound('Team')
-      await fn(txTeams, team)
+      await fn(txTeams, team, tx)
     })
   }
 
