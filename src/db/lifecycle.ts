@@ -17,7 +17,7 @@ const CHOICE_FILE = 'database-setup.json'
 const PURGE_EVERY_MS = 60 * 60 * 1000
 
 /**
- * Owns the database connection and the services built on it (SPEC §4.1). With
+ * Owns the database connection and the services built on it. With
  * DATABASE_AUTO_SETUP=true, or once setup has been done before (the choice is remembered in
  * DATA_DIR), it connects and migrates at start; otherwise it waits for POST /api/db/setup and
  * everything else answers 503 until then.
