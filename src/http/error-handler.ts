@@ -65,7 +65,8 @@ export function frameworkErrors(headers: Readonly<Record<string, string>>): NonN
 
 /**
  * Requests Node's HTTP parser refuses before Fastify sees them (a request line or headers past
- * 16 KiB, bytes that are not HTTP): an envelope written straight to the socket, then closed.
+ * 16 KiB, bytes that are not HTTP): an envelope written straight to the socket, then closed. No
+ * request or reply exists at this stage, so the response is serialized here by hand.
  */
 export function clientErrorHandler(headers: Readonly<Record<string, string>>): NonNullable<FastifyServerOptions['clientErrorHandler']> {
   const fixed = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('')

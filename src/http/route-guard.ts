@@ -20,45 +20,38 @@ declare module 'fastify' {
 
 const NO_QUERY = Type.Object({}, { additionalProperties: false })
 
-/** Where in a request schema an object with properties would accept unknown ones, or null. */
-function looseObjectPath(node: unknown, path: string): string | null {
+type Schema = Record<string, unknown>
+
+/** The path of the first node of a request schema (nested ones included) that `faulty` flags, or null. */
+function faultyPath(node: unknown, path: string, faulty: (schema: Schema) => boolean): string | null {
   if (node === null || typeof node !== 'object') return null
-  const schema = node as Record<string, unknown>
-  if (schema.type === 'object' && schema.additionalProperties !== false && schema.patternProperties === undefined) return path
+  const schema = node as Schema
+  if (faulty(schema)) return path
   const children: Array<[unknown, string]> = []
-  for (const [key, value] of Object.entries((schema.properties ?? {}) as Record<string, unknown>)) children.push([value, `${path}.${key}`])
+  for (const [key, value] of Object.entries((schema.properties ?? {}) as Schema)) children.push([value, `${path}.${key}`])
   for (const keyword of ['anyOf', 'oneOf', 'allOf'] as const) {
     for (const [index, value] of ((schema[keyword] ?? []) as unknown[]).entries()) children.push([value, `${path}(${keyword}[${index}])`])
   }
   if (schema.items !== undefined) children.push([schema.items, `${path}[]`])
   for (const [child, childPath] of children) {
-    const loose = looseObjectPath(child, childPath)
-    if (loose !== null) return loose
+    const found = faultyPath(child, childPath, faulty)
+    if (found !== null) return found
   }
   return null
 }
 
+/** An object with properties that would accept unknown ones. */
+const looseObject = (schema: Schema): boolean =>
+  schema.type === 'object' && schema.additionalProperties !== false && schema.patternProperties === undefined
+
 /**
- * Where in a query or path schema a number lacks a `minimum` or `maximum`, or null. Text coerced
- * to a number can be as large as `99999999999999999999999`; a bound keeps it from the database.
+ * A number without a `minimum` or a `maximum`. Text coerced to a number can be as large as
+ * `99999999999999999999999`; a bound keeps it from the database.
  */
-function unboundedNumberPath(node: unknown, path: string): string | null {
-  if (node === null || typeof node !== 'object') return null
-  const schema = node as Record<string, unknown>
+function unboundedNumber(schema: Schema): boolean {
   const types = Array.isArray(schema.type) ? schema.type : [schema.type]
   const numeric = types.includes('integer') || types.includes('number')
-  if (numeric && schema.enum === undefined && schema.const === undefined && (schema.minimum === undefined || schema.maximum === undefined)) return path
-  for (const [key, value] of Object.entries((schema.properties ?? {}) as Record<string, unknown>)) {
-    const found = unboundedNumberPath(value, `${path}.${key}`)
-    if (found !== null) return found
-  }
-  for (const keyword of ['anyOf', 'oneOf', 'allOf'] as const) {
-    for (const value of (schema[keyword] ?? []) as unknown[]) {
-      const found = unboundedNumberPath(value, path)
-      if (found !== null) return found
-    }
-  }
-  return schema.items === undefined ? null : unboundedNumberPath(schema.items, `${path}[]`)
+  return numeric && schema.enum === undefined && schema.const === undefined && (schema.minimum === undefined || schema.maximum === undefined)
 }
 
 type RouteDefaults = Pick<NonNullable<RouteOptions['config']>, 'auth' | 'beforeSetup'>
@@ -97,7 +90,7 @@ export function installRouteGuard(app: FastifyInstance, { limiter }: { limiter: 
     // Unknown query parameters are refused, also on routes that take none.
     schema.querystring ??= NO_QUERY
     for (const part of ['body', 'querystring'] as const) {
-      const loose = schema[part] === undefined ? null : looseObjectPath(schema[part], part)
+      const loose = schema[part] === undefined ? null : faultyPath(schema[part], part, looseObject)
       if (loose !== null) {
         throw new Error(`Route ${name}: the object at ${loose} must set additionalProperties: false`)
       }
@@ -107,7 +100,7 @@ export function installRouteGuard(app: FastifyInstance, { limiter }: { limiter: 
       throw new Error(`Route ${name} has path parameters but no params schema`)
     }
     for (const part of ['querystring', 'params'] as const) {
-      const unbounded = schema[part] === undefined ? null : unboundedNumberPath(schema[part], part)
+      const unbounded = schema[part] === undefined ? null : faultyPath(schema[part], part, unboundedNumber)
       if (unbounded !== null) throw new Error(`Route ${name}: the number at ${unbounded} needs a minimum and a maximum`)
     }
     schema.security = openApiSecurity(auth)

@@ -14,54 +14,43 @@ export function installValidators(app: FastifyInstance): void {
   const coercing = addFormats.default(new Ajv({ ...base, coerceTypes: 'array' }))
   const strict = addFormats.default(new Ajv({ ...base, coerceTypes: false }))
   const compiler: FastifySchemaCompiler<object> = ({ schema, httpPart }) =>
-    httpPart === 'body' ? refusingUnstorableText(strict.compile(schema)) : refusingUnstorableText(refusingNonFinite(coercing.compile(schema)))
+    httpPart === 'body' ? guarded(strict.compile(schema), false) : guarded(coercing.compile(schema), true)
   app.setValidatorCompiler(compiler)
 }
 
 type Validate = ((data: unknown) => boolean) & { errors?: ErrorObject[] | null }
 
+const problem = (instancePath: string, keyword: string, message: string): ErrorObject[] =>
+  [{ instancePath, schemaPath: '#', keyword, params: {}, message }]
+
 /**
- * Text no database can store is refused before the schema runs, for every route and request
- * part: the NUL character (PostgreSQL's text types cannot hold it, so SQLite refuses it too for
- * one behaviour on both) and unpaired UTF-16 surrogates (`"\ud800"` in JSON), which are not
- * Unicode and which PostgreSQL's JSON types reject.
+ * The schema's validator with two checks around it, for every route and request part:
+ * - before it, text no database can store: the NUL character (PostgreSQL's text types cannot hold
+ *   it, so SQLite refuses it too, for one behaviour on both) and unpaired UTF-16 surrogates
+ *   (`"\ud800"` in JSON), which are not Unicode and which PostgreSQL's JSON types reject;
+ * - after it, for text coerced to numbers (query strings, params): Ajv turns "Infinity" or
+ *   "1e999" into a number and then skips the numeric keywords for non-finite values, so `maximum`
+ *   would let it through. These parts are flat, so their top-level values are checked.
  */
-function refusingUnstorableText(validate: Validate): Validate {
-  const guarded: Validate = (data) => {
+function guarded(validate: Validate, coerced: boolean): Validate {
+  const check: Validate = (data) => {
     const path = unstorableTextPath(data, '', 0)
     if (path !== null) {
-      guarded.errors = [{
-        instancePath: path, schemaPath: '#', keyword: 'unstorableText', params: {},
-        message: 'must not contain NUL characters or unpaired surrogates',
-      }]
+      check.errors = problem(path, 'unstorableText', 'must not contain NUL characters or unpaired surrogates')
       return false
     }
     const valid = validate(data)
-    guarded.errors = validate.errors
-    return valid
-  }
-  return guarded
-}
-
-/**
- * Ajv coerces the text "Infinity" (or "1e999") to a number and then skips the numeric keywords
- * for non-finite values, so `maximum` lets it through; coerced values are checked here.
- */
-function refusingNonFinite(validate: Validate): Validate {
-  const guarded: Validate = (data) => {
-    const valid = validate(data)
-    guarded.errors = validate.errors
-    if (!valid || data === null || typeof data !== 'object') return valid
+    check.errors = validate.errors
+    if (!valid || !coerced || data === null || typeof data !== 'object') return valid
     for (const [key, value] of Object.entries(data)) {
-      const values: unknown[] = Array.isArray(value) ? value : [value]
-      if (values.some((item) => typeof item === 'number' && !Number.isFinite(item))) {
-        guarded.errors = [{ instancePath: `/${key}`, schemaPath: '#', keyword: 'finite', params: {}, message: 'must be a finite number' }]
+      if ((Array.isArray(value) ? value : [value]).some((item) => typeof item === 'number' && !Number.isFinite(item))) {
+        check.errors = problem(`/${key}`, 'finite', 'must be a finite number')
         return false
       }
     }
     return true
   }
-  return guarded
+  return check
 }
 
 const MAX_DEPTH = 64
