@@ -30,6 +30,9 @@ import { installValidators } from './http/validation.js'
 import { systemClock, type Clock } from './lib/clock.js'
 import { mailRoutes } from './modules/mail/routes.js'
 import { systemRoutes } from './modules/system/routes.js'
+import { categoryRoutes } from './modules/catalogue/categories-routes.js'
+import { serverRoutes } from './modules/catalogue/servers-routes.js'
+import { versionRoutes } from './modules/catalogue/versions-routes.js'
 import { createServices, type Services } from './services.js'
 
 declare module 'fastify' {
@@ -132,6 +135,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await app.register(adminUserRoutes)
     await app.register(auditRoutes)
     await app.register(rolesRoutes)
+    await app.register(categoryRoutes)
+    await app.register(serverRoutes)
+    await app.register(versionRoutes)
     if (options.extend) await app.register(options.extend)
     await lifecycle.start()
     await app.ready()

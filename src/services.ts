@@ -5,6 +5,10 @@ import { createPasswords, type Passwords } from './auth/passwords.js'
 import { SessionService } from './auth/sessions.js'
 import type { Config } from './config.js'
 import { auditRepository, type AuditRepository } from './db/repositories/audit.js'
+import { categoriesRepository } from './db/repositories/categories.js'
+import { serverSearch, trigramAvailable } from './db/repositories/server-search.js'
+import { serverVersionsRepository } from './db/repositories/server-versions.js'
+import { serversRepository } from './db/repositories/servers.js'
 import { emailTokensRepository } from './db/repositories/email-tokens.js'
 import { providerStatesRepository } from './db/repositories/provider-states.js'
 import { oauthRepository } from './db/repositories/oauth.js'
@@ -21,6 +25,9 @@ import { UserAdministration } from './modules/admin/service.js'
 import { AuditLog } from './modules/audit/service.js'
 import { EmailFlows } from './modules/auth/email-flows.js'
 import { AccountService } from './modules/auth/service.js'
+import { CategoryService } from './modules/catalogue/categories.js'
+import { ServerService } from './modules/catalogue/servers.js'
+import { VersionService } from './modules/catalogue/versions.js'
 import { MailService, type MailLogger } from './modules/mail/service.js'
 import { SettingsService } from './modules/settings/service.js'
 import { TeamService } from './modules/teams/service.js'
@@ -45,6 +52,9 @@ export interface Services {
   teamService: TeamService
   providerLogin: ProviderLogin
   oauth: OAuthServer
+  categoryService: CategoryService
+  serverService: ServerService
+  versionService: VersionService
   limits: AbuseLimits
   credentials: CredentialVerifiers
   /** Deletes expired sessions, email tokens, OAuth requests, codes and tokens; run periodically by the lifecycle. */
@@ -93,8 +103,19 @@ export async function createServices(database: Database, { config, clock, log, l
     database, repository: oauthRows, teams, settings, audit, digest,
     csrfKey: deriveKey(config.encryptionSecret, 'oauth-csrf'), clock, config,
   })
+  const categories = categoriesRepository(database)
+  const servers = serversRepository(database)
+  const trigram = await trigramAvailable(database)
+  if (database.dialect === 'postgresql' && !trigram) {
+    log.warn({ extension: 'pg_trgm' }, 'pg_trgm is not installed in this database: catalogue search matches words and word prefixes but not typos (CREATE EXTENSION pg_trgm, then restart, to enable)')
+  }
+  const search = serverSearch(database, { trigram })
+  const serverService = new ServerService({ database, servers, categories, search, audit, clock })
   return {
     oauth,
+    categoryService: new CategoryService({ database, categories, audit, clock }),
+    serverService,
+    versionService: new VersionService({ database, servers, versions: serverVersionsRepository(database), serverService, audit, clock }),
     database, settings, mail, users, teams, auditEvents, audit, passwords, sessions, accounts, emailFlows, limits,
     administration: new UserAdministration({ database, users, teamService, audit, clock }),
     teamService,

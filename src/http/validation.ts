@@ -10,7 +10,7 @@ import type { FieldProblem } from './errors.js'
  * Numbers must be finite: "Infinity" or 1e999 is not an integer.
  */
 export function installValidators(app: FastifyInstance): void {
-  const base = { allErrors: true, removeAdditional: false, useDefaults: true, strict: false, strictNumbers: true } as const
+  const base = { allErrors: true, removeAdditional: false, useDefaults: true, strict: false, strictNumbers: true, discriminator: true } as const
   const coercing = addFormats.default(new Ajv({ ...base, coerceTypes: 'array' }))
   const strict = addFormats.default(new Ajv({ ...base, coerceTypes: false }))
   const compiler: FastifySchemaCompiler<object> = ({ schema, httpPart }) =>

@@ -1,5 +1,5 @@
-/** Lowercase `[a-z0-9-]`, from a name; never empty. */
-export function slugify(name: string, maxLength = 60): string {
+/** Lowercase `[a-z0-9-]`, from a name; `fallback` when nothing of the name is left. */
+export function slugify(name: string, maxLength = 60, fallback = 'team'): string {
   const slug = name
     .normalize('NFKD')
     .replace(/[\u0300-\u036f]/g, '')
@@ -8,7 +8,7 @@ export function slugify(name: string, maxLength = 60): string {
     .replace(/^-+|-+$/g, '')
     .slice(0, maxLength)
     .replace(/-+$/g, '')
-  return slug === '' ? 'team' : slug
+  return slug === '' ? fallback : slug
 }
 
 /** `base`, then `base-2`, `base-3`, … */

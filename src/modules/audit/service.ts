@@ -10,6 +10,9 @@ export type AuditEventType =
   | 'settings.updated'
   | 'oauth.consent_approved' | 'oauth.token_issued' | 'oauth.token_revoked' | 'oauth.code_reused'
   | 'oauth.refresh_token_reused' | 'oauth.client_registered'
+  | 'catalogue.category_created' | 'catalogue.category_updated' | 'catalogue.category_deleted'
+  | 'catalogue.server_created' | 'catalogue.server_updated' | 'catalogue.server_deleted'
+  | 'catalogue.version_created' | 'catalogue.version_updated'
   | 'satellite.token_created' | 'satellite.registered' | 'plugin.loaded'
 
 export interface AuditEntry {

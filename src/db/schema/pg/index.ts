@@ -1,3 +1,4 @@
 export * from './settings.js'
 export * from './accounts.js'
 export * from './oauth.js'
+export * from './catalogue.js'

@@ -1,0 +1,75 @@
+import { and, asc, desc, eq, exists, getTableColumns, inArray, or, sql, type SQL } from 'drizzle-orm'
+import type { Database } from '../types.js'
+
+/** Who reads the catalogue: a global admin sees every server, anyone else the global ones and their teams'. */
+export interface CatalogueViewer {
+  userId: string
+  isGlobalAdmin: boolean
+}
+
+export interface ServerFilter {
+  categoryId?: string
+  status?: 'active' | 'deprecated' | 'maintenance' | 'disabled'
+  transportType?: 'stdio' | 'http' | 'sse'
+  language?: string
+  runtime?: string
+  featured?: boolean
+  tag?: string
+}
+
+export type ServerSort = 'name' | '-created_at' | '-updated_at'
+
+type Servers = Database['t']['mcpServers']
+export type ServerRow = Omit<Servers['$inferSelect'], 'searchVector' | 'seq'>
+
+/** Every column a server answer needs: not the PostgreSQL search vector, not the internal seq. */
+export function serverColumns(database: Database) {
+  const { searchVector: _vector, seq: _seq, ...columns } = getTableColumns(database.t.mcpServers)
+  return columns
+}
+
+/**
+ * The visibility rule and the list filters as SQL, shared by the list, the search, the counts
+ * and the category counts, so that what a caller can see is decided in one place. Team servers
+ * are visible to their team's members; the rule is here before team servers can be created.
+ */
+export function serverConditions(database: Database, viewer: CatalogueViewer, filter: ServerFilter = {}): SQL[] {
+  const { mcpServers: s, mcpServerTags: tags, teamMembers } = database.t
+  const conditions: SQL[] = []
+  if (!viewer.isGlobalAdmin) {
+    const myTeams = database.db.select({ teamId: teamMembers.teamId }).from(teamMembers).where(eq(teamMembers.userId, viewer.userId))
+    conditions.push(or(eq(s.visibility, 'global'), inArray(s.ownerTeamId, myTeams))!)
+  }
+  if (filter.categoryId !== undefined) conditions.push(eq(s.categoryId, filter.categoryId))
+  if (filter.status !== undefined) conditions.push(eq(s.status, filter.status))
+  if (filter.transportType !== undefined) conditions.push(eq(s.transportType, filter.transportType))
+  // Case-insensitive through the lower() expression indexes (SQLite's lower() folds ASCII only).
+  if (filter.language !== undefined) conditions.push(sql`lower(${s.language}) = ${filter.language.toLowerCase()}`)
+  if (filter.runtime !== undefined) conditions.push(sql`lower(${s.runtime}) = ${filter.runtime.toLowerCase()}`)
+  if (filter.featured !== undefined) conditions.push(eq(s.featured, filter.featured))
+  if (filter.tag !== undefined) {
+    const tag = normalizeTag(filter.tag)
+    conditions.push(exists(database.db.select({ one: sql`1` }).from(tags).where(and(eq(tags.serverId, s.id), eq(tags.tag, tag)))))
+  }
+  return conditions
+}
+
+/** Text compared byte by byte on both dialects, so that both sort alike whatever the database locale. */
+export const binary = (database: Database, column: SQL | Servers['sortName']): SQL =>
+  database.dialect === 'postgresql' ? sql`${column} collate "C"` : sql`${column}`
+
+/** Each sort ends with the id, a unique tie-breaker: pages never repeat or skip a row. */
+export function serverOrder(database: Database, sort: ServerSort): SQL[] {
+  const s = database.t.mcpServers
+  switch (sort) {
+    case 'name':
+      return [asc(binary(database, s.sortName)), asc(s.id)]
+    case '-created_at':
+      return [desc(s.createdAt), desc(s.id)]
+    case '-updated_at':
+      return [desc(s.updatedAt), desc(s.id)]
+  }
+}
+
+/** Tags are trimmed, lowercased, with inner whitespace collapsed. */
+export const normalizeTag = (tag: string): string => tag.trim().replace(/\s+/g, ' ').toLowerCase()

@@ -1,0 +1,90 @@
+import { and, asc, count, desc, sql, type SQL } from 'drizzle-orm'
+import type { Database, Db } from '../types.js'
+import { serverColumns, serverConditions, type CatalogueViewer, type ServerFilter, type ServerRow } from './server-filters.js'
+import type { Page } from './servers.js'
+
+/**
+ * Ranked full-text search over name, tags and description, with the list filters and the
+ * visibility rule. `words` are plain words (letters and digits only, lowercased; see
+ * modules/catalogue/search-terms.ts), so nothing of the caller's text reaches a query parser as
+ * syntax. Every word must match, as a prefix ("postg" finds PostgreSQL). Order: servers with a
+ * word in the name first, then by relevance (name weighs most, then tags, then description), then id.
+ *
+ * SQLite: FTS5 with bm25 weights 10/4/1. PostgreSQL: the weighted `search_vector` (A/B/C) with
+ * ts_rank; with pg_trgm, names within a small typo of the query match too, ranked after every
+ * full-text match.
+ */
+export type ServerSearch = ReturnType<typeof serverSearch>
+
+export function serverSearch(database: Database, options: { trigram: boolean }, executor: Db = database.db) {
+  const { t } = database
+  const db = executor
+  const s = t.mcpServers
+  const columns = serverColumns(database)
+
+  interface Plan {
+    /** SQLite: the ranked FTS5 hits, joined to the servers. */
+    join: { table: SQL; on: SQL } | undefined
+    /** PostgreSQL: the match condition on the servers themselves. */
+    match: SQL | undefined
+    order: SQL[]
+  }
+
+  function sqlite(words: string[]): Plan {
+    const terms = words.map((word) => `"${word}"*`)
+    const all = terms.join(' AND ')
+    const inName = `name : (${terms.join(' OR ')})`
+    const hits = sql`(select rowid as hit, bm25(mcp_servers_fts, 10.0, 4.0, 1.0) as score from mcp_servers_fts where mcp_servers_fts match ${all}) as hits`
+    return {
+      join: { table: hits, on: sql`hits.hit = ${s.seq}` },
+      order: [
+        sql`case when ${s.seq} in (select rowid from mcp_servers_fts where mcp_servers_fts match ${inName}) then 0 else 1 end`,
+        sql`hits.score`,
+        asc(s.id),
+      ],
+      match: undefined,
+    }
+  }
+
+  function postgresql(words: string[], phrase: string): Plan {
+    const all = sql`to_tsquery('simple', ${words.map((word) => `${word}:*`).join(' & ')})`
+    const inName = sql`to_tsquery('simple', ${words.map((word) => `${word}:*A`).join(' | ')})`
+    const fullText = sql`${s.searchVector} @@ ${all}`
+    const typo = options.trigram && phrase.length >= 3 ? sql`lower(${s.name}) %> ${phrase}` : undefined
+    return {
+      join: undefined,
+      order: [
+        sql`case when ${s.searchVector} @@ ${inName} then 0 when ${fullText} then 1 else 2 end`,
+        desc(sql`ts_rank(${s.searchVector}, ${all})`),
+        ...(typo === undefined ? [] : [desc(sql`word_similarity(${phrase}, lower(${s.name}))`)]),
+        asc(s.id),
+      ],
+      match: typo === undefined ? fullText : sql`(${fullText} or ${typo})`,
+    }
+  }
+
+  return {
+    with: (tx: Db) => serverSearch(database, options, tx),
+
+    async search(words: string[], viewer: CatalogueViewer, filter: ServerFilter, limit: number, offset: number): Promise<Page<ServerRow>> {
+      if (words.length === 0) return { rows: [], total: 0 }
+      const plan = database.dialect === 'sqlite' ? sqlite(words) : postgresql(words, words.join(' '))
+      const where = and(plan.match, ...serverConditions(database, viewer, filter))
+      const { join } = plan
+      const rowsQuery = db.select(columns).from(s).$dynamic()
+      const countQuery = db.select({ n: count() }).from(s).$dynamic()
+      const [rows, [total]] = await Promise.all([
+        (join === undefined ? rowsQuery : rowsQuery.innerJoin(join.table, join.on)).where(where).orderBy(...plan.order).limit(limit).offset(offset),
+        (join === undefined ? countQuery : countQuery.innerJoin(join.table, join.on)).where(where),
+      ])
+      return { rows, total: total?.n ?? 0 }
+    },
+  }
+}
+
+/** Whether pg_trgm is installed (always false on SQLite); read once at start. */
+export async function trigramAvailable(database: Database): Promise<boolean> {
+  if (database.dialect !== 'postgresql') return false
+  const result = await database.db.execute(sql`select 1 from pg_extension where extname = 'pg_trgm'`)
+  return result.rows.length === 1
+}

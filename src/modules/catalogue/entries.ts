@@ -1,0 +1,89 @@
+import { Type, type Static } from 'typebox'
+
+/**
+ * How an MCP server is obtained and reached, after the official MCP Registry's `server.json`:
+ * packages (a registry type, the package's identifier there, an optional version, runtime
+ * arguments and the environment variables it reads) and remotes (a transport and a URL). Field
+ * names are snake_case like the rest of this API. Each registry type has its own identifier rule;
+ * `registry_type` selects the rule (an OpenAPI discriminator), so an error names one rule only.
+ */
+
+/** http or https with a host; `javascript:`, `data:`, `file:` and the like are refused. */
+export const HttpUrl = Type.String({
+  maxLength: 2048,
+  format: 'uri',
+  pattern: '^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#@]+',
+  description: 'An http or https URL.',
+})
+
+export const EnvironmentVariable = Type.Object({
+  name: Type.String({ minLength: 1, maxLength: 128, pattern: '^[A-Za-z_][A-Za-z0-9_]*$' }),
+  description: Type.Optional(Type.String({ maxLength: 1000, description: "Empty when omitted." })),
+  required: Type.Optional(Type.Boolean({ description: 'False when omitted.' })),
+  secret: Type.Optional(Type.Boolean({ description: 'False when omitted. A secret value is never shown once set.' })),
+  default: Type.Optional(Type.String({ maxLength: 1000 })),
+}, { additionalProperties: false })
+
+const packageFields = {
+  version: Type.Optional(Type.String({ minLength: 1, maxLength: 255, pattern: '^\\S+$' })),
+  runtime_args: Type.Optional(Type.Array(Type.String({ maxLength: 1000 }), { maxItems: 50 })),
+  environment_variables: Type.Optional(Type.Array(EnvironmentVariable, { maxItems: 100 })),
+}
+
+const packageOf = <T extends string>(registryType: T, identifier: { pattern: string; maxLength: number; description: string }) =>
+  Type.Object({
+    registry_type: Type.Literal(registryType),
+    identifier: Type.String({ minLength: 1, ...identifier }),
+    ...packageFields,
+  }, { additionalProperties: false })
+
+const NpmPackage = packageOf('npm', {
+  pattern: '^(?:@[a-z0-9][a-z0-9._~-]*/)?[a-z0-9][a-z0-9._~-]*$',
+  maxLength: 214,
+  description: 'An npm package name, e.g. `@modelcontextprotocol/server-filesystem`.',
+})
+const PypiPackage = packageOf('pypi', {
+  pattern: '^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$',
+  maxLength: 200,
+  description: 'A PyPI project name, e.g. `mcp-server-git`.',
+})
+const imageReference = {
+  pattern: '^(?:[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?(?::[0-9]{1,5})?/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$',
+  maxLength: 255,
+  description: 'An image reference, e.g. `ghcr.io/github/github-mcp-server:1.2.0`.',
+}
+const DockerPackage = packageOf('docker', imageReference)
+const OciPackage = packageOf('oci', imageReference)
+
+const packageVariants = [NpmPackage, PypiPackage, DockerPackage, OciPackage]
+
+export const ServerPackage = Type.Unsafe<Static<typeof NpmPackage> | Static<typeof PypiPackage> | Static<typeof DockerPackage> | Static<typeof OciPackage>>({
+  oneOf: packageVariants,
+  discriminator: { propertyName: 'registry_type' },
+  description: 'A package of the server in a package registry; `registry_type` decides the identifier rule.',
+})
+export type ServerPackage = Static<typeof ServerPackage>
+
+export const ServerRemote = Type.Object({
+  type: Type.Union([Type.Literal('streamable-http'), Type.Literal('sse')]),
+  url: HttpUrl,
+}, { additionalProperties: false })
+export type ServerRemote = Static<typeof ServerRemote>
+
+export const Packages = Type.Array(ServerPackage, { maxItems: 20 })
+export const Remotes = Type.Array(ServerRemote, { maxItems: 20 })
+
+/** Packages as stored and answered: every environment variable with its flags spelled out. */
+export function normalizePackages(packages: ServerPackage[]): ServerPackage[] {
+  return packages.map((item) => ({
+    ...item,
+    ...(item.environment_variables === undefined ? {} : {
+      environment_variables: item.environment_variables.map((variable) => ({
+        ...variable,
+        description: variable.description ?? '',
+        required: variable.required ?? false,
+        secret: variable.secret ?? false,
+      })),
+    }),
+  }))
+}

@@ -1,0 +1,104 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { policy } from '../../auth/policies.js'
+import type { ServerFilter } from '../../db/repositories/server-filters.js'
+import { paginate } from '../../http/envelope.js'
+import { catalogueActor } from './actor.js'
+import { CreateServerBody, Done, ServerEnvelope, ServerListQuery, ServerPage, ServerParams, ServerSearchQuery, UpdateServerBody } from './schemas.js'
+import { serverView } from './views.js'
+
+const tags = ['MCP Catalogue']
+const read = policy.dual('mcp:read', { permission: 'mcp.servers.read' })
+const manage = policy.session({ permission: 'mcp.servers.manage' })
+
+const filterOf = (query: { category_id?: string; status?: ServerFilter['status']; transport_type?: ServerFilter['transportType']; language?: string; runtime?: string; featured?: boolean; tag?: string }): ServerFilter => ({
+  categoryId: query.category_id,
+  status: query.status,
+  transportType: query.transport_type,
+  language: query.language,
+  runtime: query.runtime,
+  featured: query.featured,
+  tag: query.tag,
+})
+
+const FILTERS_TEXT = 'Filters combine (AND): `category_id`, `status`, `transport_type`, `featured` match exactly; `language`, `runtime` and `tag` case-insensitively.'
+
+export const serverRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const servers = () => app.services.serverService
+
+  app.get('/api/mcp/servers', {
+    config: { auth: read },
+    schema: {
+      tags, summary: 'Servers visible to the caller, filtered, sorted and paginated',
+      description: `${FILTERS_TEXT} \`sort\`: \`name\` (default), \`-created_at\`, \`-updated_at\`; ties are broken by id, so paging visits each server once.`,
+      querystring: ServerListQuery, response: { 200: ServerPage },
+    },
+  }, async (request) => {
+    const { limit = 20, offset = 0, sort = 'name' } = request.query
+    const page = await servers().list(catalogueActor(request), filterOf(request.query), sort, limit, offset)
+    return { success: true as const, data: { servers: page.rows.map(serverView), pagination: paginate(page.total, limit, offset) } }
+  })
+
+  app.get('/api/mcp/servers/search', {
+    config: { auth: read },
+    schema: {
+      tags, summary: 'Full-text search over name, tags and description, ranked by relevance',
+      description: [
+        '`q` is taken as plain words (letters and digits); every word must match the start of a word of the server (`postg` finds PostgreSQL).',
+        'Quotes, `*`, `:`, `^`, `-`, parentheses and operators such as NEAR are not syntax here: they separate words.',
+        'Servers with a query word in the name come first, then by relevance (name, then tags, then description), then by id.',
+        `On PostgreSQL with pg_trgm, a name within a small typo of the query also matches, after every exact match. ${FILTERS_TEXT}`,
+      ].join(' '),
+      querystring: ServerSearchQuery, response: { 200: ServerPage },
+    },
+  }, async (request) => {
+    const { q, limit = 20, offset = 0 } = request.query
+    const page = await servers().search(q, catalogueActor(request), filterOf(request.query), limit, offset)
+    return { success: true as const, data: { servers: page.rows.map(serverView), pagination: paginate(page.total, limit, offset) } }
+  })
+
+  app.get('/api/mcp/servers/:id', {
+    config: { auth: read },
+    schema: {
+      tags, summary: 'A server, by id or slug',
+      description: '404 when unknown or not visible to the caller (team servers are visible to their team and to global admins).',
+      params: ServerParams, response: { 200: ServerEnvelope },
+    },
+  }, async (request) => {
+    return { success: true as const, data: { server: serverView(await servers().get(request.params.id, catalogueActor(request))) } }
+  })
+
+  app.post('/api/mcp/servers/global', {
+    config: { auth: manage },
+    schema: {
+      tags, summary: 'Create a global server (visible to everyone)',
+      description: [
+        'Without `slug`, one is derived from the name and made unique (`name`, `name-2`, …); an explicit slug that is taken → 409 SLUG_TAKEN.',
+        'URLs must be http or https. Packages follow their registry type (npm, pypi, docker, oci); tags are normalized, at most 20.',
+      ].join(' '),
+      body: CreateServerBody, response: { 201: ServerEnvelope },
+    },
+  }, async (request, reply) => {
+    const server = await servers().createGlobal(request.body, catalogueActor(request))
+    return reply.code(201).send({ success: true as const, message: 'Server created.', data: { server: serverView(server) } })
+  })
+
+  app.put('/api/mcp/servers/global/:id', {
+    config: { auth: manage },
+    schema: {
+      tags, summary: 'Change a global server (partial), by id or slug',
+      description: 'Only the fields sent change; `null` clears an optional field. The slug may change to a free one only (409 SLUG_TAKEN); renaming keeps the slug.',
+      params: ServerParams, body: UpdateServerBody, response: { 200: ServerEnvelope },
+    },
+  }, async (request) => {
+    const server = await servers().updateGlobal(request.params.id, request.body, catalogueActor(request))
+    return { success: true as const, message: 'Server updated.', data: { server: serverView(server) } }
+  })
+
+  app.delete('/api/mcp/servers/global/:id', {
+    config: { auth: manage },
+    schema: { tags, summary: 'Delete a global server and its versions', params: ServerParams, response: { 200: Done } },
+  }, async (request) => {
+    await servers().deleteGlobal(request.params.id, catalogueActor(request))
+    return { success: true as const, message: 'Server deleted.' }
+  })
+}

@@ -1,0 +1,190 @@
+import type { Static } from 'typebox'
+import type { CategoriesRepository } from '../../db/repositories/categories.js'
+import type { ServerSearch } from '../../db/repositories/server-search.js'
+import { normalizeTag, type ServerFilter, type ServerRow, type ServerSort } from '../../db/repositories/server-filters.js'
+import type { Page, ServerPatch, ServersRepository } from '../../db/repositories/servers.js'
+import { newId } from '../../db/ids.js'
+import type { Database, Db } from '../../db/types.js'
+import { errors } from '../../http/errors.js'
+import type { Clock } from '../../lib/clock.js'
+import { slugCandidates, slugify } from '../../lib/slug.js'
+import type { AuditLog } from '../audit/service.js'
+import type { CatalogueActor } from './actor.js'
+import { normalizePackages } from './entries.js'
+import type { CreateServerBody, UpdateServerBody } from './schemas.js'
+import { searchTerms } from './search-terms.js'
+
+export type CreateServerInput = Static<typeof CreateServerBody>
+export type UpdateServerInput = Static<typeof UpdateServerBody>
+
+const MAX_SLUG_ATTEMPTS = 1000
+const SLUG_LENGTH = 100
+
+/** Path segments of the catalogue's own routes: a server with such a slug could not be read by it. */
+const RESERVED_SLUGS = new Set(['search', 'global', 'import'])
+
+const slugTaken = (slug: string) => errors.conflict('SLUG_TAKEN', `The slug "${slug}" belongs to another server.`)
+
+/** Global servers of the catalogue, the list and the search. No Fastify types here. */
+export class ServerService {
+  constructor(private readonly deps: {
+    database: Database
+    servers: ServersRepository
+    categories: CategoriesRepository
+    search: ServerSearch
+    audit: AuditLog
+    clock: Clock
+  }) {}
+
+  list(actor: CatalogueActor, filter: ServerFilter, sort: ServerSort, limit: number, offset: number): Promise<Page<ServerRow>> {
+    return this.deps.servers.list(actor, filter, sort, limit, offset)
+  }
+
+  search(query: string, actor: CatalogueActor, filter: ServerFilter, limit: number, offset: number): Promise<Page<ServerRow>> {
+    return this.deps.search.search(searchTerms(query), actor, filter, limit, offset)
+  }
+
+  /** By id or slug; 404 when unknown or not visible to the caller. */
+  async get(idOrSlug: string, actor: CatalogueActor): Promise<ServerRow> {
+    const server = await this.deps.servers.find(idOrSlug, actor)
+    if (server === undefined) throw errors.notFound('Server')
+    return server
+  }
+
+  /**
+   * An explicit slug must be free (409 SLUG_TAKEN); a slug derived from the name takes the first
+   * free one of `name`, `name-2`, `name-3`… The unique index decides in both cases.
+   */
+  async createGlobal(input: CreateServerInput, actor: CatalogueActor): Promise<ServerRow> {
+    const { database, servers, audit } = this.deps
+    const now = this.now()
+    const tags = normalizeTags(input.tags ?? [])
+    return database.transaction(async (tx) => {
+      await this.checkCategory(input.category_id, tx)
+      const fields = {
+        id: newId(),
+        name: input.name,
+        sortName: input.name.toLowerCase(),
+        description: input.description ?? '',
+        longDescription: input.long_description ?? null,
+        categoryId: input.category_id ?? null,
+        tags,
+        language: input.language ?? null,
+        runtime: input.runtime ?? null,
+        transportType: input.transport_type ?? 'stdio',
+        status: input.status ?? 'active',
+        featured: input.featured ?? false,
+        visibility: 'global' as const,
+        ownerTeamId: null,
+        repositoryUrl: input.repository_url ?? null,
+        websiteUrl: input.website_url ?? null,
+        iconUrl: input.icon_url ?? null,
+        authorName: input.author_name ?? null,
+        organization: input.organization ?? null,
+        license: input.license ?? null,
+        packages: normalizePackages(input.packages ?? []),
+        remotes: input.remotes ?? [],
+        createdBy: actor.userId,
+        createdAt: now,
+        updatedAt: now,
+      }
+      const txServers = servers.with(tx)
+      let created: ServerRow | null = null
+      if (input.slug !== undefined) {
+        if (RESERVED_SLUGS.has(input.slug)) throw reservedSlug(input.slug)
+        created = await txServers.insert({ ...fields, slug: input.slug })
+        if (created === null) throw slugTaken(input.slug)
+      } else {
+        let attempts = 0
+        for (const slug of slugCandidates(slugify(input.name, SLUG_LENGTH - 6, 'server'))) {
+          if (RESERVED_SLUGS.has(slug)) continue
+          created = await txServers.insert({ ...fields, slug })
+          if (created !== null || ++attempts >= MAX_SLUG_ATTEMPTS) break
+        }
+        if (created === null) throw errors.conflict('SLUG_TAKEN', 'No free slug could be derived from the name; give one explicitly.')
+      }
+      await audit.record('catalogue.server_created', { actorId: actor.userId, ip: actor.ip, target: created.id, details: { name: created.name, slug: created.slug } }, tx)
+      return created
+    })
+  }
+
+  /** Partial update of a global server; its slug changes only to a free one. */
+  async updateGlobal(idOrSlug: string, input: UpdateServerInput, actor: CatalogueActor): Promise<ServerRow> {
+    const { database, servers, audit } = this.deps
+    const { id } = await this.global(idOrSlug, actor)
+    if (input.slug !== undefined && RESERVED_SLUGS.has(input.slug)) throw reservedSlug(input.slug)
+    return database.transaction(async (tx) => {
+      await this.checkCategory(input.category_id, tx)
+      const updated = await servers.with(tx).update(id, { ...serverPatch(input), updatedAt: this.now() })
+      if (updated === 'slug_taken') throw slugTaken(input.slug!)
+      if (updated === null) throw errors.notFound('Server')
+      await audit.record('catalogue.server_updated', { actorId: actor.userId, ip: actor.ip, target: id, details: { fields: Object.keys(input) } }, tx)
+      return updated
+    })
+  }
+
+  /** Deletes the server with its versions (and its search entry). */
+  async deleteGlobal(idOrSlug: string, actor: CatalogueActor): Promise<void> {
+    const { database, servers, audit } = this.deps
+    const server = await this.global(idOrSlug, actor)
+    await database.transaction(async (tx) => {
+      if (!(await servers.with(tx).delete(server.id))) throw errors.notFound('Server')
+      await audit.record('catalogue.server_deleted', { actorId: actor.userId, ip: actor.ip, target: server.id, details: { name: server.name, slug: server.slug } }, tx)
+    })
+  }
+
+  private async global(idOrSlug: string, actor: CatalogueActor): Promise<ServerRow> {
+    const server = await this.get(idOrSlug, actor)
+    if (server.visibility !== 'global') throw errors.notFound('Server')
+    return server
+  }
+
+  /** A named category must exist (400), and is held until the transaction ends so it cannot vanish meanwhile. */
+  private async checkCategory(categoryId: string | null | undefined, tx: Db): Promise<void> {
+    if (categoryId === undefined || categoryId === null) return
+    if (!(await this.deps.categories.with(tx).holdExisting(categoryId))) {
+      throw errors.validation([{ field: 'category_id', message: 'no such category', in: 'body' }])
+    }
+  }
+
+  private now(): Date {
+    return new Date(this.deps.clock.now())
+  }
+}
+
+const reservedSlug = (slug: string) => errors.validation([{ field: 'slug', message: `"${slug}" is reserved (a path of the catalogue API)`, in: 'body' }])
+
+function normalizeTags(tags: string[]): string[] {
+  const normalized = [...new Set(tags.map(normalizeTag))]
+  const empty = normalized.findIndex((tag) => tag === '')
+  if (empty !== -1) throw errors.validation([{ field: 'tags', message: 'a tag must hold at least one character besides spaces', in: 'body' }])
+  return normalized
+}
+
+function serverPatch(input: UpdateServerInput): ServerPatch {
+  const patch: ServerPatch = {}
+  const set = <K extends keyof ServerPatch>(key: K, value: ServerPatch[K] | undefined) => {
+    if (value !== undefined) patch[key] = value
+  }
+  set('name', input.name)
+  set('sortName', input.name?.toLowerCase())
+  set('slug', input.slug)
+  set('description', input.description)
+  set('longDescription', input.long_description)
+  set('categoryId', input.category_id)
+  set('tags', input.tags === undefined ? undefined : normalizeTags(input.tags))
+  set('language', input.language)
+  set('runtime', input.runtime)
+  set('transportType', input.transport_type)
+  set('status', input.status)
+  set('featured', input.featured)
+  set('repositoryUrl', input.repository_url)
+  set('websiteUrl', input.website_url)
+  set('iconUrl', input.icon_url)
+  set('authorName', input.author_name)
+  set('organization', input.organization)
+  set('license', input.license)
+  set('packages', input.packages === undefined ? undefined : normalizePackages(input.packages))
+  set('remotes', input.remotes)
+  return patch
+}

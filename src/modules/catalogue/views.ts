@@ -1,0 +1,65 @@
+import type { CategoryWithCount } from '../../db/repositories/categories.js'
+import type { ServerRow } from '../../db/repositories/server-filters.js'
+import type { VersionRow } from '../../db/repositories/server-versions.js'
+
+const iso = (date: Date | null): string | null => (date === null ? null : date.toISOString())
+
+export function categoryView(category: CategoryWithCount) {
+  return {
+    id: category.id,
+    name: category.name,
+    description: category.description,
+    icon: category.icon,
+    sort_order: category.sortOrder,
+    server_count: category.serverCount,
+    created_at: category.createdAt.toISOString(),
+    updated_at: category.updatedAt.toISOString(),
+  }
+}
+
+export function serverView(server: ServerRow) {
+  return {
+    id: server.id,
+    name: server.name,
+    slug: server.slug,
+    description: server.description,
+    long_description: server.longDescription,
+    category_id: server.categoryId,
+    tags: server.tags,
+    language: server.language,
+    runtime: server.runtime,
+    transport_type: server.transportType,
+    status: server.status,
+    featured: server.featured,
+    visibility: server.visibility,
+    owner_team_id: server.ownerTeamId,
+    repository_url: server.repositoryUrl,
+    website_url: server.websiteUrl,
+    icon_url: server.iconUrl,
+    author_name: server.authorName,
+    organization: server.organization,
+    license: server.license,
+    packages: server.packages,
+    remotes: server.remotes,
+    latest_version: server.latestVersion,
+    created_by: server.createdBy,
+    created_at: server.createdAt.toISOString(),
+    updated_at: server.updatedAt.toISOString(),
+  }
+}
+
+export function versionView(version: VersionRow) {
+  return {
+    id: version.id,
+    server_id: version.serverId,
+    version: version.version,
+    status: version.status,
+    changelog: version.changelog,
+    release_date: iso(version.releaseDate),
+    packages: version.packages,
+    remotes: version.remotes,
+    is_latest: version.isLatest,
+    created_at: version.createdAt.toISOString(),
+    updated_at: version.updatedAt.toISOString(),
+  }
+}
