@@ -87,6 +87,18 @@ export async function sweepAccounts(app: FastifyInstance, passwords: (username: 
   const added = await app.inject({ method: 'POST', url: `/api/teams/${teamId}/members`, headers: { cookie: admin.cookie }, payload: { login: user.username, role: 'team_user' } })
   if (added.statusCode !== 201) throw new Error(`adding the member failed: ${added.statusCode} ${added.body}`)
 
+  // Catalogue entries: one that the sweep may change or delete, one kept for the valid reads.
+  const catalogue = async (url: string, payload: object) => {
+    const response = await app.inject({ method: 'POST', url, headers: { cookie: admin.cookie }, payload })
+    if (response.statusCode !== 201) throw new Error(`catalogue fixture ${url} failed: ${response.statusCode} ${response.body}`)
+    return response.json().data
+  }
+  const categoryId: string = (await catalogue('/api/mcp/categories', { name: 'Sweep category' })).category.id
+  const targetServerId: string = (await catalogue('/api/mcp/servers/global', { name: 'Sweep target', category_id: categoryId })).server.id
+  const keptServerId: string = (await catalogue('/api/mcp/servers/global', { name: 'Sweep kept' })).server.id
+  const versionId: string = (await catalogue(`/api/mcp/servers/${targetServerId}/versions`, { version: '1.0.0' })).version.id
+  await catalogue(`/api/mcp/servers/${keptServerId}/versions`, { version: '1.0.0' })
+
   const issue = async () => {
     const tokens = await issueTokens(app, admin.cookie, ALL_SCOPES.join(' '))
     secrets.add(tokens.access_token)
@@ -118,6 +130,9 @@ export async function sweepAccounts(app: FastifyInstance, passwords: (username: 
       if (name === 'userId') return user.id
       if (name === 'id' && path.startsWith('/api/admin/users/')) return victim.id
       if (name === 'id' && path.startsWith('/api/teams/')) return teamId
+      if (name === 'id' && path.startsWith('/api/mcp/categories/')) return categoryId
+      if (name === 'id' && path.startsWith('/api/mcp/servers/')) return targetServerId
+      if (name === 'versionId') return versionId
       // A string setting nothing else depends on (the provider sign-in stays off).
       if (name === 'key') return 'provider.oauth.client_id'
       if (name === 'groupId') return 'provider-oauth'
@@ -133,6 +148,7 @@ export async function sweepAccounts(app: FastifyInstance, passwords: (username: 
       if (name === 'userId') return user.id
       if (name === 'id' && path.startsWith('/api/admin/users/')) return admin.id
       if (name === 'id' && path.startsWith('/api/teams/')) return teamId
+      if (name === 'id' && path.startsWith('/api/mcp/servers/')) return keptServerId
       if (name === 'key') return 'global.enable_login'
       if (name === 'groupId') return 'global'
       return undefined
