@@ -1,4 +1,4 @@
-import { and, count, eq, or, sql } from 'drizzle-orm'
+import { and, asc, count, eq, inArray, or, sql } from 'drizzle-orm'
 import { violatedUniqueIndex } from '../errors.js'
 import type { Database, Db } from '../types.js'
 import { serverColumns, serverConditions, serverOrder, type CatalogueViewer, type ServerFilter, type ServerRow, type ServerSort } from './server-filters.js'
@@ -24,6 +24,19 @@ export function serversRepository(database: Database, executor: Db = database.db
     if (tags.length > 0) await db.insert(t.mcpServerTags).values(tags.map((tag) => ({ serverId, tag })))
   }
 
+  /** Read on every list request: prepared once, on first use. */
+  let stampStatements: ReturnType<typeof prepareStamp> | undefined
+  function prepareStamp() {
+    const myTeams = db.select({ teamId: t.teamMembers.teamId }).from(t.teamMembers).where(eq(t.teamMembers.userId, sql.placeholder('userId')))
+    return {
+      revision: db.select({ revision: t.catalogueRevision.revision }).from(t.catalogueRevision).where(eq(t.catalogueRevision.id, 1)).prepare('catalogue_revision'),
+      teams: db.selectDistinct({ teamId: s.ownerTeamId }).from(s)
+        .where(and(eq(s.visibility, 'team'), inArray(s.ownerTeamId, myTeams)))
+        .orderBy(asc(s.ownerTeamId))
+        .prepare('catalogue_viewer_teams'),
+    }
+  }
+
   return {
     with: (tx: Db) => serversRepository(database, tx),
 
@@ -34,6 +47,18 @@ export function serversRepository(database: Database, executor: Db = database.db
         db.select({ n: count() }).from(s).where(where),
       ])
       return { rows, total: total?.n ?? 0 }
+    },
+
+    /**
+     * What a cached list page for this viewer depends on besides its query: the catalogue's
+     * revision (moved by triggers on every change to a catalogue table) and, for a viewer who is
+     * not a global admin, the teams through which they see team servers. Read it before the page.
+     */
+    async listStamp(viewer: CatalogueViewer): Promise<string> {
+      stampStatements ??= prepareStamp()
+      if (viewer.isGlobalAdmin) return `${(await stampStatements.revision.execute())[0]?.revision ?? 0}|admin`
+      const [[row], teams] = await Promise.all([stampStatements.revision.execute(), stampStatements.teams.execute({ userId: viewer.userId })])
+      return `${row?.revision ?? 0}|${teams.map((team) => team.teamId).join(',')}`
     },
 
     /** By id, else by slug; only a server the viewer can see. */

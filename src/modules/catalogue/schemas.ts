@@ -1,9 +1,14 @@
-import { Type } from 'typebox'
+import { Type, type Static, type TSchema } from 'typebox'
 import { Ok, OkMessage, Pagination, PaginationQuery } from '../../http/envelope.js'
-import { HttpUrl, Packages, Remotes, ServerPackage, ServerRemote } from './entries.js'
+import { EnvironmentVariable, HttpUrl, Packages, Remotes, ServerRemote } from './entries.js'
 
 const closed = { additionalProperties: false } as const
-const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) => Type.Union([schema, Type.Null()])
+/**
+ * A string or integer schema that also admits null, as a type list rather than a union: one
+ * validation error instead of three, and no union for the response serializer to try in turn.
+ * (The OpenAPI 3.0 document shows it as `nullable: true`.)
+ */
+const Nullable = <T extends TSchema & { type: string }>(schema: T) => Type.Unsafe<Static<T> | null>({ ...schema, type: [schema.type, 'null'] })
 const Timestamp = Type.String({ format: 'date-time' })
 const Id = Type.String({ minLength: 1, maxLength: 100 })
 
@@ -102,6 +107,15 @@ export const UpdateServerBody = Type.Object({
   ...ServerFields,
 }, { ...closed, minProperties: 1, examples: [{ status: 'deprecated', featured: false }] })
 
+/** A package as answered: the request's per-type rules were checked on the way in. */
+const PackageView = Type.Object({
+  registry_type: Type.Union([Type.Literal('npm'), Type.Literal('pypi'), Type.Literal('docker'), Type.Literal('oci')]),
+  identifier: Type.String(),
+  version: Type.Optional(Type.String()),
+  runtime_args: Type.Optional(Type.Array(Type.String())),
+  environment_variables: Type.Optional(Type.Array(EnvironmentVariable)),
+})
+
 export const ServerView = Type.Object({
   id: Type.String(),
   name: Type.String(),
@@ -123,7 +137,7 @@ export const ServerView = Type.Object({
   author_name: Nullable(Type.String()),
   organization: Nullable(Type.String()),
   license: Nullable(Type.String()),
-  packages: Type.Array(ServerPackage),
+  packages: Type.Array(PackageView),
   remotes: Type.Array(ServerRemote),
   latest_version: Nullable(Type.String({ description: 'The version marked is_latest; null while no version is active.' })),
   created_by: Nullable(Type.String()),
@@ -169,8 +183,8 @@ export const VersionView = Type.Object({
   status: VersionStatus,
   changelog: Nullable(Type.String()),
   release_date: Nullable(Timestamp),
-  packages: Nullable(Type.Array(ServerPackage)),
-  remotes: Nullable(Type.Array(ServerRemote)),
+  packages: Type.Union([Type.Array(PackageView), Type.Null()]),
+  remotes: Type.Union([Type.Array(ServerRemote), Type.Null()]),
   is_latest: Type.Boolean({ description: 'The highest active release (or, with none, the highest active pre-release).' }),
   created_at: Timestamp,
   updated_at: Timestamp,
@@ -184,8 +198,8 @@ export const CreateVersionBody = Type.Object({
   status: Type.Optional(Type.Union([Type.Literal('active'), Type.Literal('deprecated')], { description: 'active when omitted.' })),
   changelog: Type.Optional(Nullable(Changelog)),
   release_date: Type.Optional(Nullable(Timestamp)),
-  packages: Type.Optional(Nullable(Packages)),
-  remotes: Type.Optional(Nullable(Remotes)),
+  packages: Type.Optional(Type.Union([Packages, Type.Null()])),
+  remotes: Type.Optional(Type.Union([Remotes, Type.Null()])),
 }, { ...closed, examples: [{ version: '1.4.0', changelog: 'Adds schema inspection.', release_date: '2026-11-01T00:00:00Z' }] })
 
 export const UpdateVersionBody = Type.Object({

@@ -11,6 +11,7 @@ import { slugCandidates, slugify } from '../../lib/slug.js'
 import type { AuditLog } from '../audit/service.js'
 import type { CatalogueActor } from './actor.js'
 import { normalizePackages } from './entries.js'
+import { ListCache } from './list-cache.js'
 import type { CreateServerBody, UpdateServerBody } from './schemas.js'
 import { searchTerms } from './search-terms.js'
 
@@ -36,8 +37,13 @@ export class ServerService {
     clock: Clock
   }) {}
 
-  list(actor: CatalogueActor, filter: ServerFilter, sort: ServerSort, limit: number, offset: number): Promise<Page<ServerRow>> {
-    return this.deps.servers.list(actor, filter, sort, limit, offset)
+  private readonly listCache = new ListCache()
+
+  /** Served from the list cache while neither the catalogue nor the caller's team servers changed. */
+  async list(actor: CatalogueActor, filter: ServerFilter, sort: ServerSort, limit: number, offset: number): Promise<Page<ServerRow>> {
+    const { servers } = this.deps
+    const stamp = await servers.listStamp(actor)
+    return this.listCache.page(stamp, { filter, sort, limit, offset }, () => servers.list(actor, filter, sort, limit, offset))
   }
 
   search(query: string, actor: CatalogueActor, filter: ServerFilter, limit: number, offset: number): Promise<Page<ServerRow>> {

@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm'
-import { boolean, customType, index, integer, jsonb, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core'
+import { bigint, boolean, customType, index, integer, jsonb, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core'
 import type { ServerPackage, ServerRemote } from '../../../modules/catalogue/entries.js'
 import { teams, users } from './accounts.js'
 
@@ -92,3 +92,13 @@ export const mcpServerVersions = pgTable('mcp_server_versions', {
   index('mcp_server_versions_order_idx').on(t.serverId, sql`${t.precedence} collate "C"`),
   uniqueIndex('mcp_server_versions_one_latest').on(t.serverId).where(sql`${t.isLatest}`),
 ])
+
+/**
+ * One row whose `revision` grows with every change to the catalogue tables — bumped by triggers
+ * (see the catalogue-revision migration), so that every writer, cascades included, moves it in
+ * its own transaction. Cached list pages are keyed by it (modules/catalogue/list-cache.ts).
+ */
+export const catalogueRevision = pgTable('catalogue_revision', {
+  id: integer('id').primaryKey(),
+  revision: bigint('revision', { mode: 'number' }).notNull(),
+})

@@ -87,3 +87,13 @@ export const mcpServerVersions = sqliteTable('mcp_server_versions', {
   uniqueIndex('mcp_server_versions_precedence_unique').on(t.serverId, t.precedence),
   uniqueIndex('mcp_server_versions_one_latest').on(t.serverId).where(sql`${t.isLatest} = 1`),
 ])
+
+/**
+ * One row whose `revision` grows with every change to the catalogue tables — bumped by triggers
+ * (see the catalogue-revision migration), so that every writer, cascades included, moves it in
+ * its own transaction. Cached list pages are keyed by it (modules/catalogue/list-cache.ts).
+ */
+export const catalogueRevision = sqliteTable('catalogue_revision', {
+  id: integer('id').primaryKey(),
+  revision: integer('revision').notNull(),
+})

@@ -1,0 +1,4 @@
+CREATE TABLE "catalogue_revision" (
+	"id" integer PRIMARY KEY NOT NULL,
+	"revision" bigint NOT NULL
+);
