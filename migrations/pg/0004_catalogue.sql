@@ -1,6 +1,12 @@
+CREATE TABLE "catalogue_revision" (
+	"id" integer PRIMARY KEY NOT NULL,
+	"revision" bigint NOT NULL
+);
+--> statement-breakpoint
 CREATE TABLE "mcp_categories" (
 	"id" text PRIMARY KEY NOT NULL,
 	"name" text NOT NULL,
+	"name_key" text NOT NULL,
 	"description" text,
 	"icon" text,
 	"sort_order" integer DEFAULT 0 NOT NULL,
@@ -68,7 +74,7 @@ ALTER TABLE "mcp_server_versions" ADD CONSTRAINT "mcp_server_versions_server_id_
 ALTER TABLE "mcp_servers" ADD CONSTRAINT "mcp_servers_category_id_mcp_categories_id_fk" FOREIGN KEY ("category_id") REFERENCES "public"."mcp_categories"("id") ON DELETE set null ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "mcp_servers" ADD CONSTRAINT "mcp_servers_owner_team_id_teams_id_fk" FOREIGN KEY ("owner_team_id") REFERENCES "public"."teams"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "mcp_servers" ADD CONSTRAINT "mcp_servers_created_by_users_id_fk" FOREIGN KEY ("created_by") REFERENCES "public"."users"("id") ON DELETE set null ON UPDATE no action;--> statement-breakpoint
-CREATE UNIQUE INDEX "mcp_categories_name_unique" ON "mcp_categories" USING btree (lower("name"));--> statement-breakpoint
+CREATE UNIQUE INDEX "mcp_categories_name_unique" ON "mcp_categories" USING btree ("name_key");--> statement-breakpoint
 CREATE INDEX "mcp_categories_order_idx" ON "mcp_categories" USING btree ("sort_order","name");--> statement-breakpoint
 CREATE INDEX "mcp_server_tags_tag_idx" ON "mcp_server_tags" USING btree ("tag","server_id");--> statement-breakpoint
 CREATE UNIQUE INDEX "mcp_server_versions_precedence_unique" ON "mcp_server_versions" USING btree ("server_id","precedence");--> statement-breakpoint

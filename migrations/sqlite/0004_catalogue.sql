@@ -1,6 +1,12 @@
+CREATE TABLE `catalogue_revision` (
+	`id` integer PRIMARY KEY NOT NULL,
+	`revision` integer NOT NULL
+);
+--> statement-breakpoint
 CREATE TABLE `mcp_categories` (
 	`id` text PRIMARY KEY NOT NULL,
 	`name` text NOT NULL,
+	`name_key` text NOT NULL,
 	`description` text,
 	`icon` text,
 	`sort_order` integer DEFAULT 0 NOT NULL,
@@ -8,7 +14,7 @@ CREATE TABLE `mcp_categories` (
 	`updated_at` integer NOT NULL
 );
 --> statement-breakpoint
-CREATE UNIQUE INDEX `mcp_categories_name_unique` ON `mcp_categories` (lower("name"));--> statement-breakpoint
+CREATE UNIQUE INDEX `mcp_categories_name_unique` ON `mcp_categories` (`name_key`);--> statement-breakpoint
 CREATE INDEX `mcp_categories_order_idx` ON `mcp_categories` (`sort_order`,`name`);--> statement-breakpoint
 CREATE TABLE `mcp_server_tags` (
 	`server_id` text NOT NULL,

@@ -4,7 +4,7 @@ import { binary, serverConditions, type CatalogueViewer } from './server-filters
 
 export type CategoryRow = Database['t']['mcpCategories']['$inferSelect']
 export type CategoryWithCount = CategoryRow & { serverCount: number }
-export type CategoryPatch = Partial<Pick<CategoryRow, 'name' | 'description' | 'icon' | 'sortOrder'>>
+export type CategoryPatch = Partial<Pick<CategoryRow, 'name' | 'nameKey' | 'description' | 'icon' | 'sortOrder'>>
 
 export type CategoriesRepository = ReturnType<typeof categoriesRepository>
 
@@ -55,14 +55,8 @@ export function categoriesRepository(database: Database, executor: Db = database
       return rows.length === 1
     },
 
-    /**
-     * Leaves its servers uncategorized (their updated_at moves); the number of those servers.
-     * On PostgreSQL the category is locked first: a server being created in it holds it (FOR
-     * SHARE) and then writes the catalogue, so taking the category before writing anything keeps
-     * the two from waiting on each other.
-     */
+    /** Leaves its servers uncategorized (their updated_at moves); the number of those servers. */
     async delete(id: string, now: Date): Promise<number | null> {
-      if (dialect === 'postgresql') await db.select({ id: c.id }).from(c).where(eq(c.id, id)).for('update')
       const moved = await db.update(t.mcpServers).set({ categoryId: null, updatedAt: now }).where(eq(t.mcpServers.categoryId, id)).returning({ id: t.mcpServers.id })
       const deleted = await db.delete(c).where(eq(c.id, id)).returning({ id: c.id })
       return deleted.length === 1 ? moved.length : null

@@ -71,13 +71,15 @@ export function serverSearch(database: Database, options: { trigram: boolean }, 
       const plan = database.dialect === 'sqlite' ? sqlite(words) : postgresql(words, words.join(' '))
       const where = and(plan.match, ...serverConditions(database, viewer, filter))
       const { join } = plan
-      const rowsQuery = db.select(columns).from(s).$dynamic()
-      const countQuery = db.select({ n: count() }).from(s).$dynamic()
-      const [rows, [total]] = await Promise.all([
-        (join === undefined ? rowsQuery : rowsQuery.innerJoin(join.table, join.on)).where(where).orderBy(...plan.order).limit(limit).offset(offset),
-        (join === undefined ? countQuery : countQuery.innerJoin(join.table, join.on)).where(where),
-      ])
-      return { rows, total: total?.n ?? 0 }
+      const from = <Q extends { innerJoin: (table: SQL, on: SQL) => Q }>(query: Q): Q => (join === undefined ? query : query.innerJoin(join.table, join.on))
+      // The total rides along with the page (a window count over the same matches), so the
+      // full-text match runs once; only a page past the end needs a count of its own.
+      const ranked = await from(db.select({ ...columns, total: sql<number>`count(*) over ()`.mapWith(Number) }).from(s).$dynamic())
+        .where(where).orderBy(...plan.order).limit(limit).offset(offset)
+      if (ranked.length > 0) return { rows: ranked.map(({ total: _total, ...row }) => row), total: ranked[0]!.total }
+      if (offset === 0) return { rows: [], total: 0 }
+      const [counted] = await from(db.select({ n: count() }).from(s).$dynamic()).where(where)
+      return { rows: [], total: counted?.n ?? 0 }
     },
   }
 }

@@ -1,3 +1,4 @@
+import { catalogueTransaction } from '../../db/repositories/catalogue-revision.js'
 import type { CategoriesRepository, CategoryWithCount } from '../../db/repositories/categories.js'
 import { violatedUniqueIndex } from '../../db/errors.js'
 import { newId } from '../../db/ids.js'
@@ -14,6 +15,9 @@ export interface CategoryInput {
   sort_order?: number
 }
 
+/** Names are unique compared case-insensitively, by Unicode rules (`Ärzte` = `ärzte`). */
+const nameKey = (name: string): string => name.normalize('NFKC').toLowerCase()
+
 const nameTaken = (name: string) => errors.conflict('CATEGORY_NAME_TAKEN', `A category named "${name}" exists already (names are compared case-insensitively).`)
 
 /** Categories of the catalogue. No Fastify types here. */
@@ -28,9 +32,9 @@ export class CategoryService {
     const { database, categories, audit } = this.deps
     const now = this.now()
     const name = input.name.trim()
-    const id = await database.transaction(async (tx) => {
+    const id = await catalogueTransaction(database, async (tx) => {
       const row = await categories.with(tx).insert({
-        id: newId(), name, description: input.description ?? null, icon: input.icon ?? null,
+        id: newId(), name, nameKey: nameKey(name), description: input.description ?? null, icon: input.icon ?? null,
         sortOrder: input.sort_order ?? 0, createdAt: now, updatedAt: now,
       })
       if (row === null) throw nameTaken(name)
@@ -43,11 +47,11 @@ export class CategoryService {
   async update(id: string, input: CategoryInput, actor: CatalogueActor): Promise<CategoryWithCount> {
     const { database, categories, audit } = this.deps
     const name = input.name?.trim()
-    await database.transaction(async (tx) => {
+    await catalogueTransaction(database, async (tx) => {
       let found: boolean
       try {
         found = await categories.with(tx).update(id, {
-          ...(name === undefined ? {} : { name }),
+          ...(name === undefined ? {} : { name, nameKey: nameKey(name) }),
           ...(input.description === undefined ? {} : { description: input.description }),
           ...(input.icon === undefined ? {} : { icon: input.icon }),
           ...(input.sort_order === undefined ? {} : { sortOrder: input.sort_order }),
@@ -65,7 +69,7 @@ export class CategoryService {
   /** The servers in it become uncategorized, in the same transaction. */
   async delete(id: string, actor: CatalogueActor): Promise<number> {
     const { database, categories, audit } = this.deps
-    return database.transaction(async (tx) => {
+    return catalogueTransaction(database, async (tx) => {
       const uncategorized = await categories.with(tx).delete(id, this.now())
       if (uncategorized === null) throw errors.notFound('Category')
       await audit.record('catalogue.category_deleted', { actorId: actor.userId, ip: actor.ip, target: id, details: { uncategorized } }, tx)

@@ -28,5 +28,5 @@ export function parseVersion(text: string): ParsedVersion | null {
   return { key: `${core}!${identifiers.join(' ')}`, prerelease: true }
 }
 
-/** Digit count (two digits) then the digits: orders non-negative integers of up to 99 digits. */
-const numeric = (digits: string): string => `${String(digits.length).padStart(2, '0')}${digits}`
+/** Digit count (three digits) then the digits: orders every integer a 128-character version can hold. */
+const numeric = (digits: string): string => `${String(digits.length).padStart(3, '0')}${digits}`

@@ -1,3 +1,4 @@
+import { catalogueTransaction } from '../../db/repositories/catalogue-revision.js'
 import type { Static } from 'typebox'
 import type { CategoriesRepository } from '../../db/repositories/categories.js'
 import type { ServerSearch } from '../../db/repositories/server-search.js'
@@ -23,6 +24,10 @@ const SLUG_LENGTH = 100
 
 /** Path segments of the catalogue's own routes: a server with such a slug could not be read by it. */
 const RESERVED_SLUGS = new Set(['search', 'global', 'import'])
+
+/** Ids are UUIDs, which the slug pattern admits: a slug shaped like one could shadow another server's id. */
+const ID_SHAPED = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
+const unusableSlug = (slug: string): boolean => RESERVED_SLUGS.has(slug) || ID_SHAPED.test(slug)
 
 const slugTaken = (slug: string) => errors.conflict('SLUG_TAKEN', `The slug "${slug}" belongs to another server.`)
 
@@ -64,13 +69,14 @@ export class ServerService {
   async createGlobal(input: CreateServerInput, actor: CatalogueActor): Promise<ServerRow> {
     const { database, servers, audit } = this.deps
     const now = this.now()
+    const name = input.name.trim()
     const tags = normalizeTags(input.tags ?? [])
-    return database.transaction(async (tx) => {
+    return catalogueTransaction(database, async (tx) => {
       await this.checkCategory(input.category_id, tx)
       const fields = {
         id: newId(),
-        name: input.name,
-        sortName: input.name.toLowerCase(),
+        name,
+        sortName: name.toLowerCase(),
         description: input.description ?? '',
         longDescription: input.long_description ?? null,
         categoryId: input.category_id ?? null,
@@ -97,13 +103,13 @@ export class ServerService {
       const txServers = servers.with(tx)
       let created: ServerRow | null = null
       if (input.slug !== undefined) {
-        if (RESERVED_SLUGS.has(input.slug)) throw reservedSlug(input.slug)
+        if (unusableSlug(input.slug)) throw reservedSlug(input.slug)
         created = await txServers.insert({ ...fields, slug: input.slug })
         if (created === null) throw slugTaken(input.slug)
       } else {
         let attempts = 0
-        for (const slug of slugCandidates(slugify(input.name, SLUG_LENGTH - 6, 'server'))) {
-          if (RESERVED_SLUGS.has(slug)) continue
+        for (const slug of slugCandidates(slugify(name, SLUG_LENGTH - 6, 'server'))) {
+          if (unusableSlug(slug)) continue
           created = await txServers.insert({ ...fields, slug })
           if (created !== null || ++attempts >= MAX_SLUG_ATTEMPTS) break
         }
@@ -118,8 +124,8 @@ export class ServerService {
   async updateGlobal(idOrSlug: string, input: UpdateServerInput, actor: CatalogueActor): Promise<ServerRow> {
     const { database, servers, audit } = this.deps
     const { id } = await this.global(idOrSlug, actor)
-    if (input.slug !== undefined && RESERVED_SLUGS.has(input.slug)) throw reservedSlug(input.slug)
-    return database.transaction(async (tx) => {
+    if (input.slug !== undefined && unusableSlug(input.slug)) throw reservedSlug(input.slug)
+    return catalogueTransaction(database, async (tx) => {
       await this.checkCategory(input.category_id, tx)
       const updated = await servers.with(tx).update(id, { ...serverPatch(input), updatedAt: this.now() })
       if (updated === 'slug_taken') throw slugTaken(input.slug!)
@@ -133,7 +139,7 @@ export class ServerService {
   async deleteGlobal(idOrSlug: string, actor: CatalogueActor): Promise<void> {
     const { database, servers, audit } = this.deps
     const server = await this.global(idOrSlug, actor)
-    await database.transaction(async (tx) => {
+    await catalogueTransaction(database, async (tx) => {
       if (!(await servers.with(tx).delete(server.id))) throw errors.notFound('Server')
       await audit.record('catalogue.server_deleted', { actorId: actor.userId, ip: actor.ip, target: server.id, details: { name: server.name, slug: server.slug } }, tx)
     })
@@ -158,7 +164,7 @@ export class ServerService {
   }
 }
 
-const reservedSlug = (slug: string) => errors.validation([{ field: 'slug', message: `"${slug}" is reserved (a path of the catalogue API)`, in: 'body' }])
+const reservedSlug = (slug: string) => errors.validation([{ field: 'slug', message: `"${slug}" is reserved: a path of the catalogue API, or shaped like a server id`, in: 'body' }])
 
 function normalizeTags(tags: string[]): string[] {
   const normalized = [...new Set(tags.map(normalizeTag))]
@@ -172,8 +178,9 @@ function serverPatch(input: UpdateServerInput): ServerPatch {
   const set = <K extends keyof ServerPatch>(key: K, value: ServerPatch[K] | undefined) => {
     if (value !== undefined) patch[key] = value
   }
-  set('name', input.name)
-  set('sortName', input.name?.toLowerCase())
+  const name = input.name?.trim()
+  set('name', name)
+  set('sortName', name?.toLowerCase())
   set('slug', input.slug)
   set('description', input.description)
   set('longDescription', input.long_description)

@@ -1,3 +1,4 @@
+import { catalogueTransaction } from '../../db/repositories/catalogue-revision.js'
 import type { Static } from 'typebox'
 import type { Page, ServersRepository } from '../../db/repositories/servers.js'
 import type { ServerVersionsRepository, VersionPatch, VersionRow } from '../../db/repositories/server-versions.js'
@@ -80,7 +81,7 @@ export class VersionService {
   /** Runs `write` with the server locked, then re-marks the latest version; answers the written version. */
   private async change(serverId: string, write: (tx: Db) => Promise<string>): Promise<VersionRow> {
     const { database, servers, versions } = this.deps
-    return database.transaction(async (tx) => {
+    return catalogueTransaction(database, async (tx) => {
       await servers.with(tx).lock(serverId)
       const versionId = await write(tx)
       const now = this.now()

@@ -8,12 +8,14 @@ const tsvector = customType<{ data: string }>({ dataType: () => 'tsvector' })
 export const mcpCategories = pgTable('mcp_categories', {
   id: text('id').primaryKey(),
   name: text('name').notNull(),
+  /** The name lowercased by the service (Unicode-aware, unlike SQLite's lower()): unique. */
+  nameKey: text('name_key').notNull(),
   description: text('description'),
   icon: text('icon'),
   sortOrder: integer('sort_order').notNull().default(0),
   createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull(),
   updatedAt: timestamp('updated_at', { withTimezone: true, mode: 'date' }).notNull(),
-}, (t) => [uniqueIndex('mcp_categories_name_unique').on(sql`lower(${t.name})`), index('mcp_categories_order_idx').on(t.sortOrder, t.name)])
+}, (t) => [uniqueIndex('mcp_categories_name_unique').on(t.nameKey), index('mcp_categories_order_idx').on(t.sortOrder, t.name)])
 
 /**
  * `seq` mirrors the SQLite table, where it keys the full-text index. Here the full-text index is

@@ -6,12 +6,14 @@ import { teams, users } from './accounts.js'
 export const mcpCategories = sqliteTable('mcp_categories', {
   id: text('id').primaryKey(),
   name: text('name').notNull(),
+  /** The name lowercased by the service (Unicode-aware, unlike SQLite's lower()): unique. */
+  nameKey: text('name_key').notNull(),
   description: text('description'),
   icon: text('icon'),
   sortOrder: integer('sort_order').notNull().default(0),
   createdAt: integer('created_at', { mode: 'timestamp_ms' }).notNull(),
   updatedAt: integer('updated_at', { mode: 'timestamp_ms' }).notNull(),
-}, (t) => [uniqueIndex('mcp_categories_name_unique').on(sql`lower(${t.name})`), index('mcp_categories_order_idx').on(t.sortOrder, t.name)])
+}, (t) => [uniqueIndex('mcp_categories_name_unique').on(t.nameKey), index('mcp_categories_order_idx').on(t.sortOrder, t.name)])
 
 /**
  * `seq` is the integer key the full-text index (mcp_servers_fts, an FTS5 external-content table
