@@ -48,6 +48,8 @@ CREATE TABLE "mcp_servers" (
 	"tags" jsonb NOT NULL,
 	"language" text,
 	"runtime" text,
+	"language_key" text,
+	"runtime_key" text,
 	"transport_type" text NOT NULL,
 	"status" text NOT NULL,
 	"featured" boolean DEFAULT false NOT NULL,
@@ -86,7 +88,7 @@ CREATE INDEX "mcp_servers_created_idx" ON "mcp_servers" USING btree ("created_at
 CREATE INDEX "mcp_servers_updated_idx" ON "mcp_servers" USING btree ("updated_at","id");--> statement-breakpoint
 CREATE INDEX "mcp_servers_category_idx" ON "mcp_servers" USING btree ("category_id");--> statement-breakpoint
 CREATE INDEX "mcp_servers_status_idx" ON "mcp_servers" USING btree ("status");--> statement-breakpoint
-CREATE INDEX "mcp_servers_language_idx" ON "mcp_servers" USING btree (lower("language"));--> statement-breakpoint
-CREATE INDEX "mcp_servers_runtime_idx" ON "mcp_servers" USING btree (lower("runtime"));--> statement-breakpoint
+CREATE INDEX "mcp_servers_language_idx" ON "mcp_servers" USING btree ("language_key");--> statement-breakpoint
+CREATE INDEX "mcp_servers_runtime_idx" ON "mcp_servers" USING btree ("runtime_key");--> statement-breakpoint
 CREATE INDEX "mcp_servers_owner_team_idx" ON "mcp_servers" USING btree ("owner_team_id");--> statement-breakpoint
 CREATE INDEX "mcp_servers_search_idx" ON "mcp_servers" USING gin ("search_vector");

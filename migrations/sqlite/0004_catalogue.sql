@@ -55,6 +55,8 @@ CREATE TABLE `mcp_servers` (
 	`tags` text NOT NULL,
 	`language` text,
 	`runtime` text,
+	`language_key` text,
+	`runtime_key` text,
 	`transport_type` text NOT NULL,
 	`status` text NOT NULL,
 	`featured` integer DEFAULT false NOT NULL,
@@ -84,6 +86,6 @@ CREATE INDEX `mcp_servers_created_idx` ON `mcp_servers` (`created_at`,`id`);--> 
 CREATE INDEX `mcp_servers_updated_idx` ON `mcp_servers` (`updated_at`,`id`);--> statement-breakpoint
 CREATE INDEX `mcp_servers_category_idx` ON `mcp_servers` (`category_id`);--> statement-breakpoint
 CREATE INDEX `mcp_servers_status_idx` ON `mcp_servers` (`status`);--> statement-breakpoint
-CREATE INDEX `mcp_servers_language_idx` ON `mcp_servers` (lower("language"));--> statement-breakpoint
-CREATE INDEX `mcp_servers_runtime_idx` ON `mcp_servers` (lower("runtime"));--> statement-breakpoint
+CREATE INDEX `mcp_servers_language_idx` ON `mcp_servers` (`language_key`);--> statement-breakpoint
+CREATE INDEX `mcp_servers_runtime_idx` ON `mcp_servers` (`runtime_key`);--> statement-breakpoint
 CREATE INDEX `mcp_servers_owner_team_idx` ON `mcp_servers` (`owner_team_id`);

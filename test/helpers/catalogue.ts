@@ -87,7 +87,7 @@ export async function insertTeamServer(database: Database, teamId: string, name:
   const now = new Date()
   await database.db.insert(database.t.mcpServers).values({
     id, name, sortName: name.toLowerCase(), slug: `team-${id.slice(-12)}`, description: extra.description ?? '', longDescription: null,
-    categoryId: null, tags: extra.tags ?? [], language: null, runtime: null, transportType: 'stdio', status: 'active', featured: false,
+    categoryId: null, tags: extra.tags ?? [], language: null, runtime: null, languageKey: null, runtimeKey: null, transportType: 'stdio', status: 'active', featured: false,
     visibility: 'team', ownerTeamId: teamId, repositoryUrl: null, websiteUrl: null, iconUrl: null, authorName: null, organization: null,
     license: null, packages: [], remotes: [], latestVersion: null, createdBy: null, createdAt: now, updatedAt: now,
   })

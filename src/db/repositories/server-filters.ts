@@ -43,9 +43,8 @@ export function serverConditions(database: Database, viewer: CatalogueViewer, fi
   if (filter.categoryId !== undefined) conditions.push(eq(s.categoryId, filter.categoryId))
   if (filter.status !== undefined) conditions.push(eq(s.status, filter.status))
   if (filter.transportType !== undefined) conditions.push(eq(s.transportType, filter.transportType))
-  // Case-insensitive through the lower() expression indexes (SQLite's lower() folds ASCII only).
-  if (filter.language !== undefined) conditions.push(sql`lower(${s.language}) = ${filter.language.toLowerCase()}`)
-  if (filter.runtime !== undefined) conditions.push(sql`lower(${s.runtime}) = ${filter.runtime.toLowerCase()}`)
+  if (filter.language !== undefined) conditions.push(eq(s.languageKey, caseKey(filter.language)))
+  if (filter.runtime !== undefined) conditions.push(eq(s.runtimeKey, caseKey(filter.runtime)))
   if (filter.featured !== undefined) conditions.push(eq(s.featured, filter.featured))
   if (filter.tag !== undefined) {
     const tag = normalizeTag(filter.tag)
@@ -70,6 +69,12 @@ export function serverOrder(database: Database, sort: ServerSort): SQL[] {
       return [desc(s.updatedAt), desc(s.id)]
   }
 }
+
+/**
+ * How language and runtime compare: lowercased here, by Unicode rules, and stored next to the
+ * value (SQLite's lower() folds ASCII letters only, so the database cannot be asked to do it).
+ */
+export const caseKey = (value: string): string => value.normalize('NFKC').toLowerCase()
 
 /** Tags are trimmed, lowercased, with inner whitespace collapsed. */
 export const normalizeTag = (tag: string): string => tag.trim().replace(/\s+/g, ' ').toLowerCase()

@@ -14,6 +14,9 @@ import type { Page } from './servers.js'
  * ts_rank; with pg_trgm, names within a small typo of the query match too, ranked after every
  * full-text match.
  */
+/** Shorter words are matched as prefixes only: a typo of a two- or three-letter word is another word. */
+const TYPO_MIN_LENGTH = 4
+
 export type ServerSearch = ReturnType<typeof serverSearch>
 
 export function serverSearch(database: Database, options: { trigram: boolean }, executor: Db = database.db) {
@@ -50,16 +53,22 @@ export function serverSearch(database: Database, options: { trigram: boolean }, 
     const all = sql`to_tsquery('simple', ${words.map((word) => `${word}:*`).join(' & ')})`
     const inName = sql`to_tsquery('simple', ${words.map((word) => `${word}:*A`).join(' | ')})`
     const fullText = sql`${s.searchVector} @@ ${all}`
-    const typo = options.trigram && phrase.length >= 3 ? sql`lower(${s.name}) %> ${phrase}` : undefined
+    // With pg_trgm, each word must still match: as a word prefix anywhere, or as a small typo of a
+    // whole word of the name (strict word similarity, so fragments from inside a word do not count).
+    const typo = options.trigram && words.some((word) => word.length >= TYPO_MIN_LENGTH)
+      ? and(...words.map((word) => word.length >= TYPO_MIN_LENGTH
+        ? sql`(${s.searchVector} @@ to_tsquery('simple', ${`${word}:*`}) or lower(${s.name}) %>> ${word})`
+        : sql`${s.searchVector} @@ to_tsquery('simple', ${`${word}:*`})`))
+      : undefined
     return {
       join: undefined,
       order: [
         sql`case when ${s.searchVector} @@ ${inName} then 0 when ${fullText} then 1 else 2 end`,
         desc(sql`ts_rank(${s.searchVector}, ${all})`),
-        ...(typo === undefined ? [] : [desc(sql`word_similarity(${phrase}, lower(${s.name}))`)]),
+        ...(typo === undefined ? [] : [desc(sql`strict_word_similarity(${phrase}, lower(${s.name}))`)]),
         asc(s.id),
       ],
-      match: typo === undefined ? fullText : sql`(${fullText} or ${typo})`,
+      match: typo === undefined ? fullText : sql`(${fullText} or (${typo}))`,
     }
   }
 

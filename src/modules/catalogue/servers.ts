@@ -2,7 +2,7 @@ import { catalogueTransaction } from '../../db/repositories/catalogue-revision.j
 import type { Static } from 'typebox'
 import type { CategoriesRepository } from '../../db/repositories/categories.js'
 import type { ServerSearch } from '../../db/repositories/server-search.js'
-import { normalizeTag, type ServerFilter, type ServerRow, type ServerSort } from '../../db/repositories/server-filters.js'
+import { caseKey, normalizeTag, type ServerFilter, type ServerRow, type ServerSort } from '../../db/repositories/server-filters.js'
 import type { Page, ServerPatch, ServersRepository } from '../../db/repositories/servers.js'
 import { newId } from '../../db/ids.js'
 import type { Database, Db } from '../../db/types.js'
@@ -83,6 +83,8 @@ export class ServerService {
         tags,
         language: input.language ?? null,
         runtime: input.runtime ?? null,
+        languageKey: keyOf(input.language),
+        runtimeKey: keyOf(input.runtime),
         transportType: input.transport_type ?? 'stdio',
         status: input.status ?? 'active',
         featured: input.featured ?? false,
@@ -166,6 +168,8 @@ export class ServerService {
 
 const reservedSlug = (slug: string) => errors.validation([{ field: 'slug', message: `"${slug}" is reserved: a path of the catalogue API, or shaped like a server id`, in: 'body' }])
 
+const keyOf = (value: string | null | undefined): string | null => (value == null ? null : caseKey(value))
+
 function normalizeTags(tags: string[]): string[] {
   const normalized = [...new Set(tags.map(normalizeTag))]
   const empty = normalized.findIndex((tag) => tag === '')
@@ -188,6 +192,8 @@ function serverPatch(input: UpdateServerInput): ServerPatch {
   set('tags', input.tags === undefined ? undefined : normalizeTags(input.tags))
   set('language', input.language)
   set('runtime', input.runtime)
+  set('languageKey', input.language === undefined ? undefined : keyOf(input.language))
+  set('runtimeKey', input.runtime === undefined ? undefined : keyOf(input.runtime))
   set('transportType', input.transport_type)
   set('status', input.status)
   set('featured', input.featured)

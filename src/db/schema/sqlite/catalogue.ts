@@ -34,6 +34,9 @@ export const mcpServers = sqliteTable('mcp_servers', {
   tags: text('tags', { mode: 'json' }).$type<string[]>().notNull(),
   language: text('language'),
   runtime: text('runtime'),
+  /** `language` and `runtime` lowercased by the service (Unicode-aware), for their filters. */
+  languageKey: text('language_key'),
+  runtimeKey: text('runtime_key'),
   transportType: text('transport_type', { enum: ['stdio', 'http', 'sse'] }).notNull(),
   status: text('status', { enum: ['active', 'deprecated', 'maintenance', 'disabled'] }).notNull(),
   featured: integer('featured', { mode: 'boolean' }).notNull().default(false),
@@ -58,8 +61,8 @@ export const mcpServers = sqliteTable('mcp_servers', {
   index('mcp_servers_updated_idx').on(t.updatedAt, t.id),
   index('mcp_servers_category_idx').on(t.categoryId),
   index('mcp_servers_status_idx').on(t.status),
-  index('mcp_servers_language_idx').on(sql`lower(${t.language})`),
-  index('mcp_servers_runtime_idx').on(sql`lower(${t.runtime})`),
+  index('mcp_servers_language_idx').on(t.languageKey),
+  index('mcp_servers_runtime_idx').on(t.runtimeKey),
   index('mcp_servers_owner_team_idx').on(t.ownerTeamId),
 ])
 
