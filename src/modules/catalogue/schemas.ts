@@ -32,6 +32,11 @@ export const CategoryView = Type.Object({
   server_count: Type.Integer({ description: 'Servers in the category that the caller can see.' }),
   created_at: Timestamp,
   updated_at: Timestamp,
+}, {
+  examples: [{
+    id: '019a6e1c-8f2a-7c4e-9b1d-3f5a7c9e1b2d', name: 'Databases', description: 'Servers that query and administer databases.',
+    icon: 'database', sort_order: 10, server_count: 12, created_at: '2026-11-01T09:30:00.000Z', updated_at: '2026-11-01T09:30:00.000Z',
+  }],
 })
 
 export const CategoryParams = Type.Object({ id: Id }, closed)
@@ -143,6 +148,13 @@ export const ServerView = Type.Object({
   created_by: Nullable(Type.String()),
   created_at: Timestamp,
   updated_at: Timestamp,
+}, {
+  examples: [{
+    ...serverExample,
+    id: '019a6e1d-02b4-7a11-8c3e-5d7f9a1b3c5e', slug: 'postgresql-mcp-server', long_description: null, status: 'active', featured: true,
+    visibility: 'global', owner_team_id: null, website_url: null, icon_url: null, author_name: 'Example Labs', organization: 'example',
+    latest_version: '1.4.0', created_by: '019a6e1a-77c0-7d2e-a4f6-0b2d4f6a8c0e', created_at: '2026-11-02T10:00:00.000Z', updated_at: '2026-11-20T16:45:00.000Z',
+  }],
 })
 
 export const ServerParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100, description: 'The id or the slug.' }) }, closed)
@@ -166,7 +178,7 @@ export const ServerListQuery = Type.Object({
 }, closed)
 
 export const ServerSearchQuery = Type.Object({
-  q: Type.String({ minLength: 1, maxLength: 200, description: 'Plain words; each matches words starting with it. Search syntax characters are taken literally.' }),
+  q: Type.String({ minLength: 1, maxLength: 200, description: 'Plain words; each must match the start of a word of the server. Search syntax characters only separate words.', examples: ['postg', 'github issues'] }),
   ...PaginationQuery,
   ...ListFilters,
 }, closed)
@@ -188,6 +200,12 @@ export const VersionView = Type.Object({
   is_latest: Type.Boolean({ description: 'The highest active release (or, with none, the highest active pre-release).' }),
   created_at: Timestamp,
   updated_at: Timestamp,
+}, {
+  examples: [{
+    id: '019a6e20-4c1d-7f3a-9e2b-6a8c0e2f4a6c', server_id: '019a6e1d-02b4-7a11-8c3e-5d7f9a1b3c5e', version: '1.4.0', status: 'active',
+    changelog: 'Adds schema inspection.', release_date: '2026-11-01T00:00:00.000Z', packages: null, remotes: null, is_latest: true,
+    created_at: '2026-11-20T16:45:00.000Z', updated_at: '2026-11-20T16:45:00.000Z',
+  }],
 })
 
 export const VersionParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100, description: 'The server id or slug.' }), versionId: Id }, closed)
