@@ -1,8 +1,11 @@
-import { sql } from 'drizzle-orm'
+import { getTableColumns, getTableName, sql, type SQL, type Table } from 'drizzle-orm'
+import { randomBytes } from 'node:crypto'
 import { v7 as uuidv7 } from 'uuid'
 import { normalizePackages, type ServerPackage, type ServerRemote } from '../modules/catalogue/entries.js'
 import { parseVersion } from '../modules/catalogue/semver-key.js'
 import { slugify } from '../lib/slug.js'
+import { catalogueTransaction } from './repositories/catalogue-revision.js'
+import { caseKey } from './repositories/server-filters.js'
 import type { Database, Db } from './types.js'
 
 /**
@@ -20,6 +23,10 @@ import type { Database, Db } from './types.js'
  * each server's creation time, and timestamps are relative to `now`. Servers are added to whatever
  * the catalogue holds: slugs taken already get the next free suffix, and a slug taken meanwhile by
  * someone else skips that server (ON CONFLICT DO NOTHING) instead of failing the batch.
+ *
+ * Each batch is one catalogue transaction (the revision row first, like every catalogue writer)
+ * with one insert statement per table; the database's triggers keep the full-text index and the
+ * catalogue revision up to date as for any other write.
  */
 
 export interface SeedCatalogueOptions {
@@ -31,7 +38,7 @@ export interface SeedCatalogueOptions {
   seed?: number
   /** 0–3 versions per server (false: none); true by default. */
   versions?: boolean
-  /** Servers per insert statement and transaction; 500 by default (fewer when a statement would exceed the dialect's parameter limit). */
+  /** Servers per transaction (one insert statement per table); 1 000 by default. */
   batchSize?: number
   /** The reference time; timestamps spread over the two years before it. */
   now?: Date
@@ -299,8 +306,8 @@ const PRODUCTS: Product[] = PRODUCT_TABLE.trim().split('\n').map((line) => {
 })
 
 const ROLES = ['Server', 'MCP Server', 'Connector', 'Bridge', 'Tools', 'Gateway', 'Explorer', 'Assistant', 'Toolkit', 'Agent', 'Adapter',
-  'Integration', 'Proxy', 'Inspector', 'Manager', 'Sync', 'Hub', 'Kit', 'Navigator', 'Companion', 'Console', 'Helper', 'Studio', 'Relay']
-const QUALIFIERS = ['Read-only', 'Admin', 'Query', 'Lite', 'Pro', 'Cloud', 'Local', 'Self-hosted', 'Enterprise', 'Community', 'Secure',
+  'Integration', 'Proxy', 'Inspector', 'Manager', 'Hub', 'Kit', 'Navigator', 'Companion', 'Console', 'Helper', 'Studio', 'Relay', 'Pilot']
+const QUALIFIERS = ['Read-only', 'Admin', 'Lite', 'Pro', 'Cloud', 'Local', 'Self-hosted', 'Enterprise', 'Community', 'Secure',
   'Fast', 'Async', 'Unofficial', 'Streaming', 'Multi-tenant', 'Simple', 'Advanced', 'Next', 'Smart', 'Open', 'Minimal', 'Universal',
   'Remote', 'Headless', 'Typed', 'Serverless', 'Team', 'Personal', 'Mini']
 const ORG_HEADS = ['acme', 'nimbus', 'blue', 'quantum', 'open', 'bright', 'north', 'pixel', 'stack', 'data', 'cloud', 'hyper', 'iron',
@@ -312,12 +319,15 @@ const FIRST_NAMES = ['Alex', 'Sam', 'Maria', 'Yuki', 'Priya', 'Jonas', 'Lena', '
 const LAST_NAMES = ['Smith', 'Garcia', 'Tanaka', 'Patel', 'Schmidt', 'Novak', 'Haddad', 'Wang', 'Okafor', 'Silva', 'Rossi', 'Kim',
   'Nguyen', 'Kowalski', 'Jensen', 'Dubois', 'Moreau', 'Costa', 'Ahmed', 'Berg', 'Ivanova', 'Lopez', 'Muller', 'Sato', 'Khan', 'Young']
 
-const ACTIONS = ['query', 'inspect', 'manage', 'monitor', 'search', 'browse', 'sync', 'export', 'import', 'automate', 'deploy', 'analyze',
+const ACTIONS = ['query', 'inspect', 'manage', 'monitor', 'browse', 'sync', 'export', 'import', 'automate', 'deploy', 'analyze',
   'summarize', 'create', 'update', 'list', 'archive', 'triage', 'schedule', 'translate', 'transform', 'validate', 'index', 'stream',
   'back up', 'restore', 'audit', 'visualize', 'compare', 'migrate', 'review', 'label', 'annotate', 'fetch', 'upload', 'download',
   'publish', 'rotate', 'scan', 'trace', 'profile', 'benchmark', 'forecast', 'reconcile', 'classify', 'replicate', 'provision', 'scale',
   'debug', 'diagnose', 'filter', 'merge', 'tag', 'approve', 'assign', 'clean up', 'deduplicate', 'enrich', 'explain', 'generate',
-  'harvest', 'lint', 'mirror', 'moderate', 'organize', 'preview', 'recommend', 'snapshot', 'watch', 'rank']
+  'harvest', 'lint', 'mirror', 'moderate', 'organize', 'preview', 'recommend', 'snapshot', 'watch', 'rank', 'catalog', 'curate',
+  'decode', 'encrypt', 'evaluate', 'extract', 'format', 'group', 'inventory', 'normalize', 'paginate', 'parse', 'pin', 'prioritize',
+  'purge', 'query across', 'redact', 'render', 'resolve', 'route', 'sample', 'share', 'sort', 'split', 'summarise', 'test', 'throttle',
+  'track', 'unarchive', 'verify', 'version', 'warm up']
 
 const OBJECTS: Record<string, string[]> = {
   'Databases': ['tables', 'schemas', 'indexes', 'queries', 'rows', 'migrations', 'collections', 'keys', 'replicas', 'backups', 'views', 'stored procedures'],
@@ -365,9 +375,15 @@ const AGENTS = ['AI assistants', 'LLM agents', 'Claude', 'coding agents', 'chat 
 const AUDIENCES = ['data teams', 'SRE teams', 'support engineers', 'developers', 'analysts', 'security teams', 'small businesses', 'researchers',
   'students', 'product managers', 'platform engineers', 'marketers', 'finance teams', 'designers', 'homelab enthusiasts', 'ops teams']
 const ACCESS = ['read-only', 'full', 'scoped', 'audited', 'sandboxed', 'safe', 'fine-grained']
-const GENERAL_TAGS = ['ai', 'automation', 'read-only', 'oauth', 'cli', 'self-hosted', 'official', 'community', 'experimental', 'enterprise',
-  'open source', 'typescript', 'python', 'go', 'rust', 'productivity', 'devops', 'analytics', 'integration', 'api', 'realtime', 'sync',
-  'reporting', 'search', 'security', 'monitoring', 'llm', 'agents', 'no-code', 'local-first']
+/** Tags any server may carry, besides its product's: many, so that each stays rare. */
+const GENERAL_TAGS = ['ai', 'read-only', 'cli', 'self-hosted', 'official', 'community', 'experimental', 'enterprise', 'open source',
+  'productivity', 'integration', 'api', 'realtime', 'reporting', 'llm', 'agents', 'no-code', 'local-first', 'beta', 'stable',
+  'lightweight', 'privacy', 'admin', 'readonly', 'write-access', 'multi-tenant', 'streaming', 'batch', 'webhooks', 'rest', 'graphql',
+  'grpc', 'websocket', 'json', 'yaml', 'csv', 'markdown-output', 'docker-ready', 'kubernetes-ready', 'serverless', 'edge', 'desktop',
+  'ide', 'vscode', 'cursor', 'claude-desktop', 'chatgpt', 'copilot', 'rag', 'embeddings-ready', 'caching', 'rate-limited', 'oauth2',
+  'api-key', 'sso', 'audit', 'compliance', 'gdpr', 'hipaa', 'soc2', 'testing', 'debugging', 'observability', 'notifications',
+  'scheduling', 'backup', 'migration', 'etl', 'low-latency', 'high-availability', 'offline', 'mobile', 'i18n', 'accessibility',
+  'education', 'hobby', 'research', 'startup', 'fintech', 'healthcare', 'gaming', 'iot', 'home-lab', 'homelab']
 const LICENSES = ['MIT', 'MIT', 'MIT', 'Apache-2.0', 'Apache-2.0', 'BSD-3-Clause', 'GPL-3.0', 'MPL-2.0', 'ISC', 'AGPL-3.0']
 const FRAMEWORKS: Record<string, string[]> = {
   TypeScript: ['the official TypeScript SDK', 'FastMCP for TypeScript', 'Node.js streams', 'zod schemas'],
@@ -388,12 +404,11 @@ const LANGUAGES: Array<{ language: string; runtimes: string[]; weight: number }>
   { language: 'C#', runtimes: ['dotnet', 'docker'], weight: 3 },
 ]
 
-/** PostgreSQL accepts up to 65 535 bound parameters per statement, SQLite 32 766. */
-const PARAMETER_LIMIT = { sqlite: 32_766, postgresql: 65_535 } as const
-const SERVER_COLUMNS = 27
-const DEFAULT_BATCH = 500
+const DEFAULT_BATCH = 1000
 const TWO_YEARS_MS = 2 * 365 * 24 * 3600 * 1000
+/** Slugs the service refuses: paths of the catalogue's routes, and UUID-shaped ones (they could shadow an id). */
 const RESERVED_SLUGS = new Set(['search', 'global', 'import'])
+const ID_SHAPED = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 const SLUG_LENGTH = 100
 
 /** sfc32 seeded through splitmix32: small, fast, and good enough for test data. */
@@ -498,6 +513,8 @@ function person(random: SeededRandom): { name: string; handle: string } {
 /** Generates servers one after the other; names are kept unique within the run as far as reasonable. */
 class ServerFactory {
   private readonly names = new Set<string>()
+  /** The next number to try after a name taken in all its variants. */
+  private readonly nextNumber = new Map<string, number>()
   private readonly slugs: Set<string>
   private readonly nextSuffix = new Map<string, number>()
 
@@ -508,11 +525,30 @@ class ServerFactory {
     takenSlugs: Iterable<string>,
     private readonly withVersions: boolean,
     private readonly now: number,
+    private readonly total: number,
   ) {
     this.slugs = new Set(takenSlugs)
   }
 
-  make(): Planned {
+  /** UUIDv7 of the given time; the random part from a pool of crypto bytes (fresh ids on every run). */
+  private id(msecs: number): string {
+    if (this.entropyAt + 16 > this.entropy.length) {
+      this.entropy = randomBytes(16 * 4096)
+      this.entropyAt = 0
+    }
+    const random = this.entropy.subarray(this.entropyAt, (this.entropyAt += 16))
+    return uuidv7({ msecs, random })
+  }
+
+  private entropy = Buffer.alloc(0)
+  private entropyAt = 0
+
+  /**
+   * The `index`-th server of the run. Creation times grow with the index over the past two years,
+   * more of them recently (a catalogue that grows), so ids (UUIDv7 of the creation time) ascend
+   * within a run, as they would had the servers been created one after the other.
+   */
+  make(index: number): Planned {
     const r = this.random
     const product = r.weighted(PRODUCTS, (p) => p.weight, PRODUCT_WEIGHT)
     const org = organization(r)
@@ -529,9 +565,9 @@ class ServerFactory {
     const repoName = compact(`${product.name}-mcp${r.chance(0.3) ? `-${role}` : ''}`)
     const tags = this.tags(product, language)
     const description = this.description(product, language)
-    const createdAt = this.now - Math.floor(r.next() * TWO_YEARS_MS)
-    const updatedAt = createdAt + Math.floor(r.next() ** 2 * (this.now - createdAt))
-    const id = uuidv7({ msecs: createdAt })
+    const createdAt = this.now - TWO_YEARS_MS + Math.floor(Math.sqrt((index + r.next()) / Math.max(this.total, 1)) * TWO_YEARS_MS)
+    const updatedAt = createdAt + Math.floor(r.next() ** 3 * (this.now - createdAt))
+    const id = this.id(createdAt)
     const packageVersion = `${r.between(0, 3)}.${r.between(0, 20)}.${r.between(0, 12)}`
     const packages = this.packages(product, language, runtime, org, repoName, packageVersion)
     const remotes: ServerRemote[] = hasRemote
@@ -544,6 +580,8 @@ class ServerFactory {
       ? null
       : this.categoryIds.get(categoryName.toLowerCase()) ?? r.pick(this.seededCategoryIds)
 
+    const serverLanguage = r.chance(0.95) ? language : null
+    const serverRuntime = r.chance(0.92) ? runtime : null
     const server: Planned['server'] = {
       id,
       name,
@@ -553,8 +591,10 @@ class ServerFactory {
       longDescription: r.chance(0.25) ? this.longDescription(name, description, product, language) : null,
       categoryId,
       tags,
-      language: r.chance(0.95) ? language : null,
-      runtime: r.chance(0.92) ? runtime : null,
+      language: serverLanguage,
+      runtime: serverRuntime,
+      languageKey: serverLanguage === null ? null : caseKey(serverLanguage),
+      runtimeKey: serverRuntime === null ? null : caseKey(serverRuntime),
       transportType,
       status,
       featured: r.chance(0.03),
@@ -595,9 +635,12 @@ class ServerFactory {
     for (const name of [chosen, `${chosen} (${org.name})`, `${r.pick(QUALIFIERS)} ${chosen} (${org.name})`]) {
       if (this.claimName(name)) return name
     }
-    for (let n = 2; ; n++) {
+    for (let n = this.nextNumber.get(chosen) ?? 2; ; n++) {
       const name = `${chosen} ${n}`
-      if (this.claimName(name)) return name
+      if (this.claimName(name)) {
+        this.nextNumber.set(chosen, n + 1)
+        return name
+      }
     }
   }
 
@@ -613,19 +656,20 @@ class ServerFactory {
     const base = slugify(name, SLUG_LENGTH - 6, 'server')
     for (let n = this.nextSuffix.get(base) ?? 1; ; n++) {
       const slug = n === 1 ? base : `${base}-${n}`
-      if (RESERVED_SLUGS.has(slug) || this.slugs.has(slug)) continue
+      if (RESERVED_SLUGS.has(slug) || ID_SHAPED.test(slug) || this.slugs.has(slug)) continue
       this.slugs.add(slug)
       this.nextSuffix.set(base, n + 1)
       return slug
     }
   }
 
+  /** 1–6 tags: some of the product's (its own name more often than the shared ones), a few general ones. */
   private tags(product: Product, language: string): string[] {
     const r = this.random
-    const count = r.weighted([1, 2, 3, 4, 5, 6], (n) => [10, 20, 28, 22, 12, 8][n - 1]!, 100)
-    const own = r.sample(product.tags, Math.min(product.tags.length, Math.max(1, count - r.int(3))))
+    const count = r.weighted([1, 2, 3, 4, 5, 6], (n) => [12, 24, 28, 20, 10, 6][n - 1]!, 100)
+    const own = r.sample(product.tags, Math.min(product.tags.length, r.between(1, Math.min(count, 3))))
     const extra = r.sample(GENERAL_TAGS, count - own.length)
-    if (r.chance(0.1)) extra.push(language.toLowerCase() === 'c#' ? 'dotnet' : language.toLowerCase())
+    if (r.chance(0.05)) extra.push(language === 'C#' ? 'dotnet' : language.toLowerCase())
     return [...new Set([...own, ...extra])].slice(0, 6)
   }
 
@@ -743,7 +787,7 @@ class ServerFactory {
       const at = new Date(createdAt + Math.floor((span * (i + r.next())) / all.length))
       const status = r.weighted(['active', 'deprecated', 'yanked'] as const, (s) => (s === 'active' ? 85 : s === 'deprecated' ? 10 : 5), 100)
       return {
-        id: uuidv7({ msecs: at.getTime() }),
+        id: this.id(at.getTime()),
         serverId: server.id,
         version,
         precedence: parsed.key,
@@ -772,10 +816,55 @@ class ServerFactory {
   }
 }
 
-function chunks<T>(items: T[], size: number): T[][] {
-  const out: T[][] = []
-  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size))
-  return out
+/**
+ * Inserts rows through one statement whose only parameter is the rows as JSON, unpacked by the
+ * database (SQLite: json_each; PostgreSQL: jsonb_to_recordset with each column's type): no
+ * per-value parameters to bind, so a batch of any size stays far below both parameter limits
+ * (32 766 on SQLite, 65 535 on PostgreSQL), and no per-value work in the query builder, which
+ * costs more than the database's own work here (about 30 s per 100 000 servers with their tags and
+ * versions, measured). The column list comes from the Drizzle table: the columns the rows set
+ * (the others take their defaults), never a generated one or `seq`. Values are encoded as the
+ * driver would: SQLite timestamps as epoch milliseconds and booleans as 0/1 (what `->>` gives for
+ * JSON true/false), PostgreSQL timestamps as ISO text; JSON columns hold the value itself.
+ * Answers the ids inserted when `returning`.
+ */
+async function insertJson(
+  database: Database,
+  tx: Db,
+  table: Table,
+  rows: Array<Record<string, unknown>>,
+  { conflictOn, returning }: { conflictOn?: string; returning?: boolean } = {},
+): Promise<string[]> {
+  if (rows.length === 0) return []
+  const sqlite = database.dialect === 'sqlite'
+  const columns = Object.entries(getTableColumns(table)).filter(([key, column]) => key !== 'seq' && column.generated === undefined && key in rows[0]!)
+  const json = JSON.stringify(rows.map((row) => {
+    const out: Record<string, unknown> = {}
+    for (const [key, column] of columns) {
+      const value = row[key]
+      out[column.name] = value instanceof Date ? (sqlite ? value.getTime() : value.toISOString()) : value ?? null
+    }
+    return out
+  }))
+  const quoted = (name: string) => `"${name}"`
+  const names = columns.map(([, column]) => quoted(column.name)).join(', ')
+  const tail = `${conflictOn === undefined ? '' : ` on conflict (${quoted(conflictOn)}) do nothing`}${returning === true ? ' returning "id"' : ''}`
+  const target = quoted(getTableName(table))
+  if (sqlite) {
+    // `where true`: SQLite would read `on conflict` after a bare FROM as a join constraint.
+    const values = columns.map(([, column]) => `value ->> '$.${column.name}'`).join(', ')
+    const query = sql`${sql.raw(`insert into ${target} (${names}) select ${values} from json_each(`)}${json}${sql.raw(`) where true${tail}`)}`
+    const remote = tx as unknown as { all(query: SQL): Promise<unknown[][]>; run(query: SQL): Promise<unknown> }
+    if (returning !== true) {
+      await remote.run(query)
+      return []
+    }
+    return (await remote.all(query)).map((row) => row[0] as string)
+  }
+  const types = columns.map(([, column]) => `${quoted(column.name)} ${column.getSQLType()}`).join(', ')
+  const query = sql`${sql.raw(`insert into ${target} (${names}) select ${names} from jsonb_to_recordset(`)}${json}${sql.raw(`::jsonb) as r(${types})${tail}`)}`
+  const result = await tx.execute(query)
+  return returning === true ? result.rows.map((row) => (row as { id: string }).id) : []
 }
 
 async function ensureCategories(database: Database, count: number, now: Date): Promise<{ created: number; ids: Map<string, string>; seeded: string[] }> {
@@ -783,28 +872,29 @@ async function ensureCategories(database: Database, count: number, now: Date): P
   const wanted = SEED_CATEGORIES.slice(0, count)
   let created = 0
   if (wanted.length > 0) {
-    const rows = await db.insert(t.mcpCategories).values(wanted.map((category, i) => ({
-      id: uuidv7(), name: category.name, description: category.description, icon: category.icon, sortOrder: (i + 1) * 10, createdAt: now, updatedAt: now,
-    }))).onConflictDoNothing().returning({ id: t.mcpCategories.id })
+    const rows = await catalogueTransaction(database, (tx) => tx.insert(t.mcpCategories).values(wanted.map((category, i) => ({
+      id: uuidv7(), name: category.name, nameKey: category.name.normalize('NFKC').toLowerCase(), description: category.description, icon: category.icon, sortOrder: (i + 1) * 10, createdAt: now, updatedAt: now,
+    }))).onConflictDoNothing().returning({ id: t.mcpCategories.id }))
     created = rows.length
   }
   const all = await db.select({ id: t.mcpCategories.id, name: t.mcpCategories.name }).from(t.mcpCategories)
-  const byName = new Map(all.map((row) => [row.name.toLowerCase(), row.id]))
+  const byName = new Map(all.map((row) => [row.name.normalize('NFKC').toLowerCase(), row.id]))
   const ids = new Map<string, string>()
-  for (const category of wanted) ids.set(category.name.toLowerCase(), byName.get(category.name.toLowerCase())!)
+  for (const category of wanted) ids.set(category.name.toLowerCase(), byName.get(category.name.normalize('NFKC').toLowerCase())!)
   return { created, ids, seeded: [...ids.values()] }
 }
 
-async function insertBatch(database: Database, batch: Planned[], limits: { tags: number; versions: number }): Promise<{ servers: number; tags: number; versions: number }> {
+/** One transaction: the servers whose slug is still free, then their tags and versions. */
+async function insertBatch(database: Database, batch: Planned[]): Promise<{ servers: number; tags: number; versions: number }> {
   const { t } = database
-  return database.transaction(async (tx: Db) => {
-    const inserted = await tx.insert(t.mcpServers).values(batch.map((p) => p.server)).onConflictDoNothing({ target: t.mcpServers.slug }).returning({ id: t.mcpServers.id })
-    const kept = new Set(inserted.map((row) => row.id))
+  return catalogueTransaction(database, async (tx: Db) => {
+    const inserted = await insertJson(database, tx, t.mcpServers, batch.map((p) => p.server), { conflictOn: 'slug', returning: true })
+    const kept = new Set(inserted)
     const mine = kept.size === batch.length ? batch : batch.filter((p) => kept.has(p.server.id))
     const tags = mine.flatMap((p) => p.server.tags.map((tag) => ({ serverId: p.server.id, tag })))
     const versions = mine.flatMap((p) => p.versions)
-    for (const part of chunks(tags, limits.tags)) await tx.insert(t.mcpServerTags).values(part)
-    for (const part of chunks(versions, limits.versions)) await tx.insert(t.mcpServerVersions).values(part)
+    await insertJson(database, tx, t.mcpServerTags, tags)
+    await insertJson(database, tx, t.mcpServerVersions, versions)
     return { servers: mine.length, tags: tags.length, versions: versions.length }
   })
 }
@@ -815,27 +905,32 @@ export async function seedCatalogue(database: Database, options: SeedCatalogueOp
   const total = Math.max(0, Math.floor(options.servers))
   const categoryCount = Math.min(Math.max(0, options.categories ?? 24), SEED_CATEGORIES.length)
   const now = options.now ?? new Date()
-  const limit = PARAMETER_LIMIT[database.dialect]
-  const batchSize = Math.max(1, Math.min(options.batchSize ?? DEFAULT_BATCH, Math.floor(limit / SERVER_COLUMNS)))
-  const limits = { tags: Math.floor(limit / 2), versions: Math.floor(limit / 13) }
+  const batchSize = Math.max(1, options.batchSize ?? DEFAULT_BATCH)
 
   const categories = await ensureCategories(database, categoryCount, now)
   const { db, t } = database
   const taken = (await db.select({ slug: t.mcpServers.slug }).from(t.mcpServers)).map((row) => row.slug)
-  const factory = new ServerFactory(new SeededRandom(options.seed ?? 42), categories.ids, categories.seeded, taken, options.versions ?? true, now.getTime())
+  const factory = new ServerFactory(new SeededRandom(options.seed ?? 42), categories.ids, categories.seeded, taken, options.versions ?? true, now.getTime(), total)
 
   const result: SeedCatalogueResult = { servers: 0, skipped: 0, categoriesCreated: categories.created, categoriesUsed: categories.seeded.length, tags: 0, versions: 0, ms: 0 }
+  // The next batch is generated while the database writes the previous one (PostgreSQL works in
+  // a process of its own; on SQLite, which writes in this thread, this changes nothing).
+  let pending: Promise<void> = Promise.resolve()
   for (let done = 0; done < total;) {
     const size = Math.min(batchSize, total - done)
-    const batch = Array.from({ length: size }, () => factory.make())
-    const written = await insertBatch(database, batch, limits)
-    result.servers += written.servers
-    result.skipped += size - written.servers
-    result.tags += written.tags
-    result.versions += written.versions
+    const first = done
+    const batch = Array.from({ length: size }, (_, i) => factory.make(first + i))
+    await pending
     done += size
-    options.onProgress?.(done, total)
+    pending = insertBatch(database, batch).then((written) => {
+      result.servers += written.servers
+      result.skipped += size - written.servers
+      result.tags += written.tags
+      result.versions += written.versions
+      options.onProgress?.(first + size, total)
+    })
   }
+  await pending
   // Fresh planner statistics after a bulk load (PostgreSQL's autovacuum would get there later).
   if (database.dialect === 'postgresql' && result.servers > 0) {
     await db.execute(sql`analyze mcp_servers, mcp_server_tags, mcp_server_versions, mcp_categories`)
