@@ -91,4 +91,5 @@ CREATE INDEX "mcp_servers_status_idx" ON "mcp_servers" USING btree ("status");--
 CREATE INDEX "mcp_servers_language_idx" ON "mcp_servers" USING btree ("language_key");--> statement-breakpoint
 CREATE INDEX "mcp_servers_runtime_idx" ON "mcp_servers" USING btree ("runtime_key");--> statement-breakpoint
 CREATE INDEX "mcp_servers_owner_team_idx" ON "mcp_servers" USING btree ("owner_team_id");--> statement-breakpoint
+CREATE INDEX "mcp_servers_visibility_idx" ON "mcp_servers" USING btree ("visibility","owner_team_id");--> statement-breakpoint
 CREATE INDEX "mcp_servers_search_idx" ON "mcp_servers" USING gin ("search_vector");

@@ -88,4 +88,5 @@ CREATE INDEX `mcp_servers_category_idx` ON `mcp_servers` (`category_id`);--> sta
 CREATE INDEX `mcp_servers_status_idx` ON `mcp_servers` (`status`);--> statement-breakpoint
 CREATE INDEX `mcp_servers_language_idx` ON `mcp_servers` (`language_key`);--> statement-breakpoint
 CREATE INDEX `mcp_servers_runtime_idx` ON `mcp_servers` (`runtime_key`);--> statement-breakpoint
-CREATE INDEX `mcp_servers_owner_team_idx` ON `mcp_servers` (`owner_team_id`);
+CREATE INDEX `mcp_servers_owner_team_idx` ON `mcp_servers` (`owner_team_id`);--> statement-breakpoint
+CREATE INDEX `mcp_servers_visibility_idx` ON `mcp_servers` (`visibility`,`owner_team_id`);

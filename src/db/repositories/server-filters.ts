@@ -33,12 +33,16 @@ export function serverColumns(database: Database) {
  * and the category counts, so that what a caller can see is decided in one place. Team servers
  * are visible to their team's members; the rule is here before team servers can be created.
  */
-export function serverConditions(database: Database, viewer: CatalogueViewer, filter: ServerFilter = {}): SQL[] {
+export function serverConditions(database: Database, viewer: CatalogueViewer, filter: ServerFilter = {}, part?: 'global' | 'team'): SQL[] {
   const { mcpServers: s, mcpServerTags: tags, teamMembers } = database.t
   const conditions: SQL[] = []
   if (!viewer.isGlobalAdmin) {
     const myTeams = database.db.select({ teamId: teamMembers.teamId }).from(teamMembers).where(eq(teamMembers.userId, viewer.userId))
-    conditions.push(or(eq(s.visibility, 'global'), inArray(s.ownerTeamId, myTeams))!)
+    const global = eq(s.visibility, 'global')
+    const mine = and(eq(s.visibility, 'team'), inArray(s.ownerTeamId, myTeams))!
+    // `part` picks one side of the rule, for counts that add the two (each side then uses the
+    // (visibility, owner_team_id) index instead of testing the OR on every row).
+    conditions.push(part === 'global' ? global : part === 'team' ? mine : or(global, mine)!)
   }
   if (filter.categoryId !== undefined) conditions.push(eq(s.categoryId, filter.categoryId))
   if (filter.status !== undefined) conditions.push(eq(s.status, filter.status))

@@ -1,4 +1,4 @@
-import { and, asc, count, desc, sql, type SQL } from 'drizzle-orm'
+import { and, asc, count, desc, inArray, sql, type SQL } from 'drizzle-orm'
 import type { Database, Db } from '../types.js'
 import { serverColumns, serverConditions, type CatalogueViewer, type ServerFilter, type ServerRow } from './server-filters.js'
 import type { Page } from './servers.js'
@@ -14,8 +14,8 @@ import type { Page } from './servers.js'
  * ts_rank; with pg_trgm, names within a small typo of the query match too, ranked after every
  * full-text match.
  */
-/** Shorter words are matched as prefixes only: a typo of a two- or three-letter word is another word. */
-const TYPO_MIN_LENGTH = 4
+/** Shorter words are matched as prefixes only: a one-letter change to a short word makes another word. */
+const TYPO_MIN_LENGTH = 5
 
 export type ServerSearch = ReturnType<typeof serverSearch>
 
@@ -65,10 +65,12 @@ export function serverSearch(database: Database, options: { trigram: boolean }, 
       order: [
         sql`case when ${s.searchVector} @@ ${inName} then 0 when ${fullText} then 1 else 2 end`,
         desc(sql`ts_rank(${s.searchVector}, ${all})`),
-        ...(typo === undefined ? [] : [desc(sql`strict_word_similarity(${phrase}, lower(${s.name}))`)]),
+        // The similarity only orders the typo matches; full-text matches skip computing it.
+        ...(typo === undefined ? [] : [desc(sql`case when ${fullText} then 0 else strict_word_similarity(${phrase}, lower(${s.name})) end`)]),
         asc(s.id),
       ],
-      match: typo === undefined ? fullText : sql`(${fullText} or (${typo}))`,
+      // The typo condition admits every full-text match already (each word: prefix or typo).
+      match: typo ?? fullText,
     }
   }
 
@@ -81,14 +83,19 @@ export function serverSearch(database: Database, options: { trigram: boolean }, 
       const where = and(plan.match, ...serverConditions(database, viewer, filter))
       const { join } = plan
       const from = <Q extends { innerJoin: (table: SQL, on: SQL) => Q }>(query: Q): Q => (join === undefined ? query : query.innerJoin(join.table, join.on))
-      // The total rides along with the page (a window count over the same matches), so the
-      // full-text match runs once; only a page past the end needs a count of its own.
-      const ranked = await from(db.select({ ...columns, total: sql<number>`count(*) over ()`.mapWith(Number) }).from(s).$dynamic())
+      // Ranked on narrow rows (the id, the sort keys and a window count of the matches, so the
+      // match runs once), then only the page's servers are read in full.
+      const ranked = await from(db.select({ id: s.id, total: sql<number>`count(*) over ()`.mapWith(Number) }).from(s).$dynamic())
         .where(where).orderBy(...plan.order).limit(limit).offset(offset)
-      if (ranked.length > 0) return { rows: ranked.map(({ total: _total, ...row }) => row), total: ranked[0]!.total }
-      if (offset === 0) return { rows: [], total: 0 }
-      const [counted] = await from(db.select({ n: count() }).from(s).$dynamic()).where(where)
-      return { rows: [], total: counted?.n ?? 0 }
+      if (ranked.length === 0) {
+        if (offset === 0) return { rows: [], total: 0 }
+        const [counted] = await from(db.select({ n: count() }).from(s).$dynamic()).where(where)
+        return { rows: [], total: counted?.n ?? 0 }
+      }
+      const position = new Map(ranked.map((hit, index) => [hit.id, index]))
+      const rows = await db.select(columns).from(s).where(inArray(s.id, ranked.map((hit) => hit.id)))
+      rows.sort((a, b) => position.get(a.id)! - position.get(b.id)!)
+      return { rows, total: ranked[0]!.total }
     },
   }
 }

@@ -42,11 +42,12 @@ export function serversRepository(database: Database, executor: Db = database.db
 
     async list(viewer: CatalogueViewer, filter: ServerFilter, sort: ServerSort, limit: number, offset: number): Promise<Page<ServerRow>> {
       const where = and(...serverConditions(database, viewer, filter))
-      const [rows, [total]] = await Promise.all([
+      const counted = (part?: 'global' | 'team') => db.select({ n: count() }).from(s).where(and(...serverConditions(database, viewer, filter, part)))
+      const [rows, totals] = await Promise.all([
         db.select(columns).from(s).where(where).orderBy(...serverOrder(database, sort)).limit(limit).offset(offset),
-        db.select({ n: count() }).from(s).where(where),
+        Promise.all(viewer.isGlobalAdmin ? [counted()] : [counted('global'), counted('team')]),
       ])
-      return { rows, total: total?.n ?? 0 }
+      return { rows, total: totals.reduce((sum, [row]) => sum + (row?.n ?? 0), 0) }
     },
 
     /**

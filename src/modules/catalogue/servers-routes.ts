@@ -1,6 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyReply } from 'fastify'
 import { policy } from '../../auth/policies.js'
-import type { ServerFilter } from '../../db/repositories/server-filters.js'
+import type { ServerFilter, ServerRow } from '../../db/repositories/server-filters.js'
+import type { Page } from '../../db/repositories/servers.js'
 import { paginate } from '../../http/envelope.js'
 import { catalogueActor } from './actor.js'
 import { CreateServerBody, Done, ServerEnvelope, ServerListQuery, ServerPage, ServerParams, ServerSearchQuery, UpdateServerBody } from './schemas.js'
@@ -20,6 +22,23 @@ const filterOf = (query: { category_id?: string; status?: ServerFilter['status']
   tag: query.tag,
 })
 
+/**
+ * A page's answer, serialized once by the route's own response schema (reply.serialize) and kept
+ * with the page: pages come from the page cache, where a hit is the same object, so the hottest
+ * reads of the catalogue skip mapping and serializing 20 servers again. The key of the page's
+ * cache entry covers everything the answer holds (viewer's visibility, query, limit and offset).
+ */
+const answers = new WeakMap<Page<ServerRow>, ReturnType<FastifyReply['serialize']>>()
+
+function sendPage(reply: FastifyReply, page: Page<ServerRow>, limit: number, offset: number): FastifyReply {
+  let answer = answers.get(page)
+  if (answer === undefined) {
+    answer = reply.serialize({ success: true, data: { servers: page.rows.map(serverView), pagination: paginate(page.total, limit, offset) } })
+    answers.set(page, answer)
+  }
+  return reply.type('application/json; charset=utf-8').send(answer)
+}
+
 const FILTERS_TEXT = 'Filters combine (AND): `category_id`, `status`, `transport_type`, `featured` match exactly; `language`, `runtime` and `tag` case-insensitively.'
 
 export const serverRoutes: FastifyPluginAsyncTypebox = async (app) => {
@@ -32,10 +51,9 @@ export const serverRoutes: FastifyPluginAsyncTypebox = async (app) => {
       description: `${FILTERS_TEXT} \`sort\`: \`name\` (default), \`-created_at\`, \`-updated_at\`; ties are broken by id, so paging visits each server once.`,
       querystring: ServerListQuery, response: { 200: ServerPage },
     },
-  }, async (request) => {
+  }, async (request, reply) => {
     const { limit = 20, offset = 0, sort = 'name' } = request.query
-    const page = await servers().list(catalogueActor(request), filterOf(request.query), sort, limit, offset)
-    return { success: true as const, data: { servers: page.rows.map(serverView), pagination: paginate(page.total, limit, offset) } }
+    return sendPage(reply, await servers().list(catalogueActor(request), filterOf(request.query), sort, limit, offset), limit, offset)
   })
 
   app.get('/api/mcp/servers/search', {
@@ -50,10 +68,9 @@ export const serverRoutes: FastifyPluginAsyncTypebox = async (app) => {
       ].join(' '),
       querystring: ServerSearchQuery, response: { 200: ServerPage },
     },
-  }, async (request) => {
+  }, async (request, reply) => {
     const { q, limit = 20, offset = 0 } = request.query
-    const page = await servers().search(q, catalogueActor(request), filterOf(request.query), limit, offset)
-    return { success: true as const, data: { servers: page.rows.map(serverView), pagination: paginate(page.total, limit, offset) } }
+    return sendPage(reply, await servers().search(q, catalogueActor(request), filterOf(request.query), limit, offset), limit, offset)
   })
 
   app.get('/api/mcp/servers/:id', {

@@ -44,15 +44,19 @@ export class ServerService {
 
   private readonly listCache = new ListCache()
 
-  /** Served from the list cache while neither the catalogue nor the caller's team servers changed. */
+  /** Served from the page cache while neither the catalogue nor the caller's team servers changed. */
   async list(actor: CatalogueActor, filter: ServerFilter, sort: ServerSort, limit: number, offset: number): Promise<Page<ServerRow>> {
     const { servers } = this.deps
     const stamp = await servers.listStamp(actor)
-    return this.listCache.page(stamp, { filter, sort, limit, offset }, () => servers.list(actor, filter, sort, limit, offset))
+    return this.listCache.page(stamp, { list: sort, filter, limit, offset }, () => servers.list(actor, filter, sort, limit, offset))
   }
 
-  search(query: string, actor: CatalogueActor, filter: ServerFilter, limit: number, offset: number): Promise<Page<ServerRow>> {
-    return this.deps.search.search(searchTerms(query), actor, filter, limit, offset)
+  /** Cached like the list: by the words of the query, under the same stamp. */
+  async search(query: string, actor: CatalogueActor, filter: ServerFilter, limit: number, offset: number): Promise<Page<ServerRow>> {
+    const words = searchTerms(query)
+    if (words.length === 0) return { rows: [], total: 0 }
+    const stamp = await this.deps.servers.listStamp(actor)
+    return this.listCache.page(stamp, { search: words, filter, limit, offset }, () => this.deps.search.search(words, actor, filter, limit, offset))
   }
 
   /** By id or slug; 404 when unknown or not visible to the caller. */

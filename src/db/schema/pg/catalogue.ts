@@ -68,6 +68,7 @@ export const mcpServers = pgTable('mcp_servers', {
   index('mcp_servers_language_idx').on(t.languageKey),
   index('mcp_servers_runtime_idx').on(t.runtimeKey),
   index('mcp_servers_owner_team_idx').on(t.ownerTeamId),
+  index('mcp_servers_visibility_idx').on(t.visibility, t.ownerTeamId),
   index('mcp_servers_search_idx').using('gin', t.searchVector),
 ])
 
