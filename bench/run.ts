@@ -182,7 +182,7 @@ async function catalogueWorkloads(url: string, cookie: string, env: Record<strin
     const bareForList = await bareHello(bare, nextPort())
     const list = await load(`${url}/api/mcp/servers?limit=20`, { headers })
     const listRatio = (list.rps / bareForList.rps) * 100
-    lines.push(`  GET /api/mcp/servers?limit=20 (admin session, ${LIST_SERVERS} servers, one page: served by the list cache): ${list.rps} req/s, p99 ${list.p99} ms, ` +
+    lines.push(`  GET /api/mcp/servers?limit=20 (admin session, ${LIST_SERVERS} servers, one page: served by the page cache): ${list.rps} req/s, p99 ${list.p99} ms, ` +
       `${listRatio.toFixed(0)} % of bare (${bareForList.rps} req/s just before; target ≥ ${LIST_TARGET} %${listRatio >= LIST_TARGET ? ', met' : ', MISSED'})` +
       `${list.non2xx ? `, ${list.non2xx} failures` : ''}`)
     // Pages the list cache cannot hold (it keeps 5 000 servers, these are 8 000): the queries
@@ -199,21 +199,28 @@ async function catalogueWorkloads(url: string, cookie: string, env: Record<strin
     const forSearch = await seedCatalogue(database, { servers: SEARCH_SERVERS - LIST_SERVERS, seed: 43 })
     lines.push(`  catalogue seeded: ${seeded(forSearch)} more, ${SEARCH_SERVERS} in all`)
     const paths = SEARCHES.map((q) => `/api/mcp/servers/search?q=${encodeURIComponent(q)}`)
+    // The same queries with 50 different page sizes: 600 distinct pages, more than the page cache
+    // keeps, so these run the search itself on (nearly) every request.
+    const uncachedPaths = Array.from({ length: 50 }, (_, i) => paths.map((path) => `${path}&limit=${20 + i}`)).flat()
     const bareForSearch = await bareHello(bare, nextPort())
     const search = await load(url, { headers, paths })
-    lines.push(`  GET /api/mcp/servers/search (admin session, ${SEARCH_SERVERS} servers, ${SEARCHES.length} queries in turn, ${CONNECTIONS} connections): ` +
-      `${search.rps} req/s (${((search.rps / bareForSearch.rps) * 100).toFixed(0)} % of bare), p50 ${search.p50} ms, p99 ${search.p99} ms ` +
-      `(target p99 ≤ ${SEARCH_P99_TARGET_MS} ms${search.p99 <= SEARCH_P99_TARGET_MS ? ', met' : ', MISSED'})${search.non2xx ? `, ${search.non2xx} failures` : ''}`)
-    const alone = await load(url, { headers, paths }, 1)
-    lines.push(`    one connection: ${alone.rps} req/s, p50 ${alone.p50} ms, p99 ${alone.p99} ms`)
-    // Each query alone, one at a time: which ones cost the most.
+    lines.push(`  GET /api/mcp/servers/search (admin session, ${SEARCH_SERVERS} servers, ${SEARCHES.length} queries in turn, ${CONNECTIONS} connections, ` +
+      `served by the page cache after each query's first run): ${search.rps} req/s (${((search.rps / bareForSearch.rps) * 100).toFixed(0)} % of bare), ` +
+      `p50 ${search.p50} ms, p99 ${search.p99} ms (target p99 ≤ ${SEARCH_P99_TARGET_MS} ms${search.p99 <= SEARCH_P99_TARGET_MS ? ', met' : ', MISSED'})` +
+      `${search.non2xx ? `, ${search.non2xx} failures` : ''}`)
+    for (const connections of [CONNECTIONS, 1]) {
+      const uncached = await load(url, { headers, paths: uncachedPaths }, connections)
+      lines.push(`    uncached (600 distinct pages), ${connections} connection${connections === 1 ? '' : 's'}: ${uncached.rps} req/s, p50 ${uncached.p50} ms, ` +
+        `p99 ${uncached.p99} ms${uncached.non2xx ? `, ${uncached.non2xx} failures` : ''}`)
+    }
+    // Each query alone, one at a time, each run a page of its own (uncached): which ones cost the most.
     const timings: string[] = []
     for (const [i, path] of paths.entries()) {
       const times: number[] = []
       let total = 0
       for (let run = 0; run < QUERY_RUNS; run++) {
         const began = performance.now()
-        const response = await fetch(`${url}${path}`, { headers })
+        const response = await fetch(`${url}${path}&limit=${80 + run}`, { headers })
         const body = await response.json() as { data?: { pagination?: { total?: number } } }
         times.push(performance.now() - began)
         total = body.data?.pagination?.total ?? -1
