@@ -42,7 +42,11 @@ export function serverConditions(database: Database, viewer: CatalogueViewer, fi
     const mine = and(eq(s.visibility, 'team'), inArray(s.ownerTeamId, myTeams))!
     // `part` picks one side of the rule, for counts that add the two (each side then uses the
     // (visibility, owner_team_id) index instead of testing the OR on every row).
-    conditions.push(part === 'global' ? global : part === 'team' ? mine : or(global, mine)!)
+    // Both sides together (for the page itself) must not steer SQLite's planner to an OR over the
+    // visibility index, which would sort every visible server before taking a page: the unary `+`
+    // keeps the sort order's index in charge.
+    const both = database.dialect === 'sqlite' ? sql`(+${s.visibility} = 'global' or ${mine})` : or(global, mine)!
+    conditions.push(part === 'global' ? global : part === 'team' ? mine : both)
   }
   if (filter.categoryId !== undefined) conditions.push(eq(s.categoryId, filter.categoryId))
   if (filter.status !== undefined) conditions.push(eq(s.status, filter.status))
