@@ -1,6 +1,7 @@
 import semver from 'semver'
 import { describe, expect, it } from 'vitest'
 import { parseVersion } from '../../src/modules/catalogue/semver-key.js'
+import { prng } from '../helpers/random.js'
 
 /**
  * The precedence key of a semantic version: accepted texts are strict semver 2.0, and the key's
@@ -17,17 +18,6 @@ const keyOf = (version: string): string => {
 }
 const compareKeys = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0)
 
-/** Mulberry32: a small seeded PRNG, so that the generated versions are the same on every run. */
-function prng(seed: number): () => number {
-  let state = seed >>> 0
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0
-    let t = state
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 describe('parseVersion: what it accepts', () => {
   const valid = [

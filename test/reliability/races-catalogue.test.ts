@@ -8,6 +8,7 @@ import { DIALECTS } from '../helpers/database.js'
 import { expectNoServerError, expectOutcome, fire, warmUp, winners } from '../helpers/races.js'
 import { rawRows } from '../helpers/sql.js'
 import { client, ROOMY_LIMITS, signUp, type Account, type Call } from '../helpers/teams.js'
+import { prng } from '../helpers/random.js'
 
 /**
  * Races on the catalogue's promises: one server per slug (explicit or derived), one category per
@@ -18,17 +19,6 @@ import { client, ROOMY_LIMITS, signUp, type Account, type Call } from '../helper
 
 const N = 10
 
-/** Mulberry32: a small seeded PRNG, so that each run plays the same mixes. */
-function prng(seed: number): () => number {
-  let state = seed >>> 0
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0
-    let t = state
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 interface VersionRow { id: string; version: string; status: string; isLatest: boolean }
 
