@@ -445,6 +445,34 @@ describe('two server processes on one PostgreSQL database and one Redis behave a
     })
   })
 
+  it('the catalogue\'s promises hold across A and B: one slug, one version, the latest mark, and no stale cached page', async () => {
+    const cookie = admin.cookie
+    const listed = async (instance: Instance) => (await call(instance, 'GET', '/api/mcp/servers?limit=100', { cookie })).json.data.servers.map((server: { slug: string }) => server.slug)
+    // A caches the first page before B writes.
+    expect(await listed(a)).not.toContain('twin-slug')
+
+    const creates = await Promise.all(Array.from({ length: 10 }, (_, i) =>
+      call(i % 2 === 0 ? a : b, 'POST', '/api/mcp/servers/global', { cookie, body: { name: `Twin ${i}`, slug: 'twin-slug' } })))
+    expect(creates.map((answer) => answer.status).sort()).toEqual([201, ...Array(9).fill(409)])
+    for (const answer of creates.filter((one) => one.status === 409)) expect(answer.json.code).toBe('SLUG_TAKEN')
+    expect(await listed(a)).toContain('twin-slug')
+    expect(await listed(b)).toContain('twin-slug')
+
+    const versions = ['1.0.0', '1.0.0', '1.0.0+a', '1.1.0', '1.1.0', '2.0.0-rc.1', '1.2.0', '1.2.0+b']
+    const added = await Promise.all(versions.map((version, i) =>
+      call(i % 2 === 0 ? b : a, 'POST', '/api/mcp/servers/twin-slug/versions', { cookie, body: { version } })))
+    expect(added.filter((answer) => answer.status === 201)).toHaveLength(4)
+    expect(added.filter((answer) => answer.status === 409).every((answer) => answer.json.code === 'VERSION_EXISTS')).toBe(true)
+    for (const instance of [a, b]) {
+      const server = await call(instance, 'GET', '/api/mcp/servers/twin-slug', { cookie })
+      // 1.2.0 and 1.2.0+b are one version: whichever landed first holds it.
+      const latest = server.json.data.server.latest_version
+      expect(['1.2.0', '1.2.0+b']).toContain(latest)
+      const marked = (await call(instance, 'GET', '/api/mcp/servers/twin-slug/versions', { cookie })).json.data.versions.filter((v: { is_latest: boolean }) => v.is_latest)
+      expect(marked.map((v: { version: string }) => v.version)).toEqual([latest])
+    }
+  })
+
   it(`a settings change on A is seen by B within ${SETTINGS_BOUND_MS} ms`, async () => {
     const fay = await registerOn(b, 'twin_fay')
     const meOnB = () => call(b, 'GET', '/api/users/me', { cookie: fay.cookie })
