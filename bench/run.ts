@@ -8,7 +8,7 @@ import argon2 from 'argon2'
 import autocannon from 'autocannon'
 import { loadConfig } from '../src/config.js'
 import { openDatabase } from '../src/db/client.js'
-import { seedCatalogue, type SeedCatalogueResult } from '../src/db/seed-catalogue.js'
+import { seedCatalogue, type SeedCatalogueResult } from '../src/db/seed/catalogue.js'
 import { projectRoot } from '../src/paths.js'
 import { createTestDatabase } from '../test/helpers/database.js'
 

@@ -1,7 +1,8 @@
 import { parseArgs } from 'node:util'
 import { loadConfig, readEnvironment } from '../config.js'
 import { openDatabase } from '../db/client.js'
-import { catalogueSize, SEED_CATEGORIES, seedCatalogue } from '../db/seed-catalogue.js'
+import { catalogueSize, seedCatalogue } from '../db/seed/catalogue.js'
+import { SEED_CATEGORIES } from '../db/seed/vocabulary.js'
 
 /**
  * `npm run seed:catalogue -- --servers 100000 [--database-url <url>] [--categories 24] [--seed 42] [--no-versions]`:

@@ -1,11 +1,7 @@
-/** Mulberry32: a small seeded PRNG, so that generated cases are the same on every run. */
+import { SeededRandom } from '../../src/db/seed/random.js'
+
+/** A seeded PRNG (the catalogue seed's), so that generated cases are the same on every run. */
 export function prng(seed: number): () => number {
-  let state = seed >>> 0
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0
-    let t = state
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
+  const random = new SeededRandom(seed)
+  return () => random.next()
 }

@@ -3,10 +3,11 @@ import type { Database, Db } from '../types.js'
 
 /**
  * Runs a catalogue write in one transaction that first takes the catalogue's revision row (see
- * schema `catalogueRevision`), which the triggers of every catalogue table update anyway. Taking it
- * first gives every catalogue writer the same lock order on PostgreSQL: without it, a transaction
- * that already moved the revision could wait for a row held by another writer that is itself
- * waiting for the revision — a deadlock. SQLite transactions are serialized already.
+ * schema `catalogueRevision`), which the triggers of every catalogue table update anyway. So
+ * catalogue writers run one at a time, as SQLite's transactions do already: what a writer checked
+ * (a category exists, which version is the latest) still holds when it writes, and every writer
+ * takes its locks in the same order — without that, a transaction that already moved the revision
+ * could wait for a row held by another writer waiting for the revision: a deadlock.
  */
 export function catalogueTransaction<T>(database: Database, fn: (tx: Db) => Promise<T>): Promise<T> {
   return database.transaction(async (tx) => {

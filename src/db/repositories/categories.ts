@@ -9,7 +9,7 @@ export type CategoryPatch = Partial<Pick<CategoryRow, 'name' | 'nameKey' | 'desc
 export type CategoriesRepository = ReturnType<typeof categoriesRepository>
 
 export function categoriesRepository(database: Database, executor: Db = database.db) {
-  const { t, dialect } = database
+  const { t } = database
   const db = executor
   const c = t.mcpCategories
 
@@ -36,11 +36,9 @@ export function categoriesRepository(database: Database, executor: Db = database
       return row
     },
 
-    /** Whether it exists; on PostgreSQL the row is also locked against deletion until the transaction ends. */
-    async holdExisting(id: string): Promise<boolean> {
-      const rows = dialect === 'postgresql'
-        ? await db.select({ id: c.id }).from(c).where(eq(c.id, id)).for('share')
-        : await db.select({ id: c.id }).from(c).where(eq(c.id, id))
+    /** Whether it exists. (Catalogue writes are serialized by the revision row, so it cannot vanish before the caller's write.) */
+    async exists(id: string): Promise<boolean> {
+      const rows = await db.select({ id: c.id }).from(c).where(eq(c.id, id))
       return rows.length === 1
     },
 

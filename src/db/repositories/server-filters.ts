@@ -79,8 +79,9 @@ export function serverOrder(database: Database, sort: ServerSort): SQL[] {
 }
 
 /**
- * How language and runtime compare: lowercased here, by Unicode rules, and stored next to the
- * value (SQLite's lower() folds ASCII letters only, so the database cannot be asked to do it).
+ * How category names, languages and runtimes compare: lowercased here, by Unicode rules
+ * (`Ärzte` = `ärzte`), and stored next to the value (SQLite's lower() folds ASCII letters only,
+ * so the database cannot be asked to do it).
  */
 export const caseKey = (value: string): string => value.normalize('NFKC').toLowerCase()
 

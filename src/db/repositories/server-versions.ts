@@ -44,9 +44,9 @@ export function serverVersionsRepository(database: Database, executor: Db = data
 
     /**
      * Marks the latest version: the highest active release, or with none the highest active
-     * pre-release, or nothing. Run in the transaction that changed a version, with the server row
-     * locked, so that concurrent changes to one server's versions cannot leave two marks or a
-     * stale one. Returns the latest version string, or null.
+     * pre-release, or nothing. Run in the catalogue transaction that changed a version (catalogue
+     * writers run one at a time), so that concurrent changes cannot leave two marks or a stale one.
+     * Returns the latest version string, or null.
      */
     async markLatest(serverId: string, now: Date): Promise<string | null> {
       const [winner] = await db

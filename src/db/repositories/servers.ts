@@ -14,7 +14,7 @@ export interface Page<T> {
 export type ServersRepository = ReturnType<typeof serversRepository>
 
 export function serversRepository(database: Database, executor: Db = database.db) {
-  const { t, dialect } = database
+  const { t } = database
   const db = executor
   const s = t.mcpServers
   const columns = serverColumns(database)
@@ -71,11 +71,6 @@ export function serversRepository(database: Database, executor: Db = database.db
         .orderBy(sql`case when ${s.id} = ${idOrSlug} then 0 else 1 end`)
         .limit(1)
       return row
-    },
-
-    /** Locks the server row until the transaction ends (PostgreSQL; SQLite transactions are serialized). */
-    async lock(id: string): Promise<void> {
-      if (dialect === 'postgresql') await db.execute(sql`select 1 from ${s} where ${s.id} = ${id} for update`)
     },
 
     /** Null when the slug is taken (the unique index decides, also between concurrent requests). */

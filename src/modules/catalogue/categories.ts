@@ -1,6 +1,7 @@
 import { catalogueTransaction } from '../../db/repositories/catalogue-revision.js'
 import type { CategoriesRepository, CategoryWithCount } from '../../db/repositories/categories.js'
 import { violatedUniqueIndex } from '../../db/errors.js'
+import { caseKey } from '../../db/repositories/server-filters.js'
 import { newId } from '../../db/ids.js'
 import type { Database } from '../../db/types.js'
 import { errors } from '../../http/errors.js'
@@ -14,9 +15,6 @@ export interface CategoryInput {
   icon?: string | null
   sort_order?: number
 }
-
-/** Names are unique compared case-insensitively, by Unicode rules (`Ärzte` = `ärzte`). */
-const nameKey = (name: string): string => name.normalize('NFKC').toLowerCase()
 
 const nameTaken = (name: string) => errors.conflict('CATEGORY_NAME_TAKEN', `A category named "${name}" exists already (names are compared case-insensitively).`)
 
@@ -34,7 +32,7 @@ export class CategoryService {
     const name = input.name.trim()
     const id = await catalogueTransaction(database, async (tx) => {
       const row = await categories.with(tx).insert({
-        id: newId(), name, nameKey: nameKey(name), description: input.description ?? null, icon: input.icon ?? null,
+        id: newId(), name, nameKey: caseKey(name), description: input.description ?? null, icon: input.icon ?? null,
         sortOrder: input.sort_order ?? 0, createdAt: now, updatedAt: now,
       })
       if (row === null) throw nameTaken(name)
@@ -51,7 +49,7 @@ export class CategoryService {
       let found: boolean
       try {
         found = await categories.with(tx).update(id, {
-          ...(name === undefined ? {} : { name, nameKey: nameKey(name) }),
+          ...(name === undefined ? {} : { name, nameKey: caseKey(name) }),
           ...(input.description === undefined ? {} : { description: input.description }),
           ...(input.icon === undefined ? {} : { icon: input.icon }),
           ...(input.sort_order === undefined ? {} : { sortOrder: input.sort_order }),

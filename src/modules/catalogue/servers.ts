@@ -1,5 +1,5 @@
-import { catalogueTransaction } from '../../db/repositories/catalogue-revision.js'
 import type { Static } from 'typebox'
+import { catalogueTransaction } from '../../db/repositories/catalogue-revision.js'
 import type { CategoriesRepository } from '../../db/repositories/categories.js'
 import type { ServerSearch } from '../../db/repositories/server-search.js'
 import { caseKey, normalizeTag, type ServerFilter, type ServerRow, type ServerSort } from '../../db/repositories/server-filters.js'
@@ -8,26 +8,26 @@ import { newId } from '../../db/ids.js'
 import type { Database, Db } from '../../db/types.js'
 import { errors } from '../../http/errors.js'
 import type { Clock } from '../../lib/clock.js'
-import { slugCandidates, slugify } from '../../lib/slug.js'
+import { slugCandidates } from '../../lib/slug.js'
 import type { AuditLog } from '../audit/service.js'
 import type { CatalogueActor } from './actor.js'
 import { normalizePackages } from './entries.js'
 import { ListCache } from './list-cache.js'
 import type { CreateServerBody, UpdateServerBody } from './schemas.js'
 import { searchTerms } from './search-terms.js'
+import { derivedSlugBase, unusableSlug } from './slugs.js'
 
 export type CreateServerInput = Static<typeof CreateServerBody>
 export type UpdateServerInput = Static<typeof UpdateServerBody>
 
 const MAX_SLUG_ATTEMPTS = 1000
-const SLUG_LENGTH = 100
 
-/** Path segments of the catalogue's own routes: a server with such a slug could not be read by it. */
-const RESERVED_SLUGS = new Set(['search', 'global', 'import'])
-
-/** Ids are UUIDs, which the slug pattern admits: a slug shaped like one could shadow another server's id. */
-const ID_SHAPED = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
-const unusableSlug = (slug: string): boolean => RESERVED_SLUGS.has(slug) || ID_SHAPED.test(slug)
+/** What a new server holds where the request says nothing. */
+const CREATE_DEFAULTS = {
+  description: '', longDescription: null, categoryId: null, tags: [], language: null, runtime: null, languageKey: null, runtimeKey: null,
+  transportType: 'stdio', status: 'active', featured: false, repositoryUrl: null, websiteUrl: null, iconUrl: null, authorName: null,
+  organization: null, license: null, packages: [], remotes: [],
+} satisfies ServerPatch
 
 const slugTaken = (slug: string) => errors.conflict('SLUG_TAKEN', `The slug "${slug}" belongs to another server.`)
 
@@ -74,38 +74,12 @@ export class ServerService {
     const { database, servers, audit } = this.deps
     const now = this.now()
     const name = input.name.trim()
-    const tags = normalizeTags(input.tags ?? [])
+    const fields = {
+      ...CREATE_DEFAULTS, ...serverPatch(input), name, sortName: name.toLowerCase(),
+      id: newId(), visibility: 'global' as const, ownerTeamId: null, createdBy: actor.userId, createdAt: now, updatedAt: now,
+    }
     return catalogueTransaction(database, async (tx) => {
       await this.checkCategory(input.category_id, tx)
-      const fields = {
-        id: newId(),
-        name,
-        sortName: name.toLowerCase(),
-        description: input.description ?? '',
-        longDescription: input.long_description ?? null,
-        categoryId: input.category_id ?? null,
-        tags,
-        language: input.language ?? null,
-        runtime: input.runtime ?? null,
-        languageKey: keyOf(input.language),
-        runtimeKey: keyOf(input.runtime),
-        transportType: input.transport_type ?? 'stdio',
-        status: input.status ?? 'active',
-        featured: input.featured ?? false,
-        visibility: 'global' as const,
-        ownerTeamId: null,
-        repositoryUrl: input.repository_url ?? null,
-        websiteUrl: input.website_url ?? null,
-        iconUrl: input.icon_url ?? null,
-        authorName: input.author_name ?? null,
-        organization: input.organization ?? null,
-        license: input.license ?? null,
-        packages: normalizePackages(input.packages ?? []),
-        remotes: input.remotes ?? [],
-        createdBy: actor.userId,
-        createdAt: now,
-        updatedAt: now,
-      }
       const txServers = servers.with(tx)
       let created: ServerRow | null = null
       if (input.slug !== undefined) {
@@ -114,7 +88,7 @@ export class ServerService {
         if (created === null) throw slugTaken(input.slug)
       } else {
         let attempts = 0
-        for (const slug of slugCandidates(slugify(name, SLUG_LENGTH - 6, 'server'))) {
+        for (const slug of slugCandidates(derivedSlugBase(name))) {
           if (unusableSlug(slug)) continue
           created = await txServers.insert({ ...fields, slug })
           if (created !== null || ++attempts >= MAX_SLUG_ATTEMPTS) break
@@ -157,10 +131,10 @@ export class ServerService {
     return server
   }
 
-  /** A named category must exist (400), and is held until the transaction ends so it cannot vanish meanwhile. */
+  /** A named category must exist (400); run inside the catalogue transaction, so it cannot vanish meanwhile. */
   private async checkCategory(categoryId: string | null | undefined, tx: Db): Promise<void> {
     if (categoryId === undefined || categoryId === null) return
-    if (!(await this.deps.categories.with(tx).holdExisting(categoryId))) {
+    if (!(await this.deps.categories.with(tx).exists(categoryId))) {
       throw errors.validation([{ field: 'category_id', message: 'no such category', in: 'body' }])
     }
   }
@@ -181,6 +155,7 @@ function normalizeTags(tags: string[]): string[] {
   return normalized
 }
 
+/** The row fields a request sets (create or update): only those it names, normalized. */
 function serverPatch(input: UpdateServerInput): ServerPatch {
   const patch: ServerPatch = {}
   const set = <K extends keyof ServerPatch>(key: K, value: ServerPatch[K] | undefined) => {

@@ -19,8 +19,8 @@ export type UpdateVersionInput = Static<typeof UpdateVersionBody>
 const field = (name: string, message: string) => errors.validation([{ field: name, message, in: 'body' }])
 
 /**
- * Versions of a server. Every change runs with the server row locked and ends by marking the
- * latest version (the highest active release, else the highest active pre-release) on the
+ * Versions of a server. Every change runs in a catalogue transaction (which takes the catalogue's
+ * revision row first, so catalogue writers run one at a time) and ends by marking the latest version (the highest active release, else the highest active pre-release) on the
  * versions and on the server, in the same transaction: concurrent changes cannot leave the mark
  * stale or doubled. Transitions: active ⇄ deprecated; anything → yanked, which is final.
  */
@@ -78,11 +78,10 @@ export class VersionService {
     })
   }
 
-  /** Runs `write` with the server locked, then re-marks the latest version; answers the written version. */
+  /** Runs `write`, then re-marks the latest version in the same transaction; answers the written version. */
   private async change(serverId: string, write: (tx: Db) => Promise<string>): Promise<VersionRow> {
     const { database, servers, versions } = this.deps
     return catalogueTransaction(database, async (tx) => {
-      await servers.with(tx).lock(serverId)
       const versionId = await write(tx)
       const now = this.now()
       const latest = await versions.with(tx).markLatest(serverId, now)
