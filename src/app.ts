@@ -33,6 +33,9 @@ import { systemRoutes } from './modules/system/routes.js'
 import { categoryRoutes } from './modules/catalogue/categories-routes.js'
 import { serverRoutes } from './modules/catalogue/servers-routes.js'
 import { versionRoutes } from './modules/catalogue/versions-routes.js'
+import { satelliteAgentRoutes } from './modules/satellites/agent-routes.js'
+import { satelliteRoutes } from './modules/satellites/routes.js'
+import { registrationTokenRoutes } from './modules/satellites/token-routes.js'
 import { createServices, type Services } from './services.js'
 
 declare module 'fastify' {
@@ -109,15 +112,18 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     reply.header('x-request-id', request.id)
     if (isClosing()) return done(errors.shuttingDown())
     if (request.is404) return done()
-    const { auth, beforeSetup } = request.routeOptions.config
+    const { auth, beforeSetup, limiter } = request.routeOptions.config
     if (beforeSetup !== true && !lifecycle.ready) return done(errors.databaseNotConfigured())
     const refused = crossSite(request)
     if (refused !== null) return done(refused)
-    if (auth === undefined || auth.kind === 'public') return done()
-    authorize(request, reply, auth, lifecycle.current).then((caller) => {
-      request.caller = caller
-      done()
-    }, done)
+    if (limiter === undefined && (auth === undefined || auth.kind === 'public')) return done()
+    const counted = limiter === undefined ? Promise.resolve() : (limiter.call(app, request, reply, () => {}) as unknown as Promise<void>)
+    counted
+      .then(() => (auth === undefined || auth.kind === 'public' ? null : authorize(request, reply, auth, lifecycle.current)))
+      .then((caller) => {
+        request.caller = caller
+        done()
+      }, done)
   })
   app.addHook('onClose', () => lifecycle.close())
 
@@ -138,6 +144,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await app.register(categoryRoutes)
     await app.register(serverRoutes)
     await app.register(versionRoutes)
+    await app.register(registrationTokenRoutes)
+    await app.register(satelliteAgentRoutes)
+    await app.register(satelliteRoutes)
     if (options.extend) await app.register(options.extend)
     await lifecycle.start()
     await app.ready()

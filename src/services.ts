@@ -12,6 +12,8 @@ import { serversRepository } from './db/repositories/servers.js'
 import { emailTokensRepository } from './db/repositories/email-tokens.js'
 import { providerStatesRepository } from './db/repositories/provider-states.js'
 import { oauthRepository } from './db/repositories/oauth.js'
+import { registrationTokensRepository } from './db/repositories/registration-tokens.js'
+import { satellitesRepository } from './db/repositories/satellites.js'
 import { sessionsRepository } from './db/repositories/sessions.js'
 import { settingsRepository } from './db/repositories/settings.js'
 import { teamsRepository, type TeamsRepository } from './db/repositories/teams.js'
@@ -29,11 +31,17 @@ import { CategoryService } from './modules/catalogue/categories.js'
 import { ServerService } from './modules/catalogue/servers.js'
 import { VersionService } from './modules/catalogue/versions.js'
 import { MailService, type MailLogger } from './modules/mail/service.js'
+import { RegistrationJwt } from './modules/satellites/registration-jwt.js'
+import { RegistrationTokens } from './modules/satellites/registration-tokens.js'
+import { SatelliteService } from './modules/satellites/service.js'
 import { SettingsService } from './modules/settings/service.js'
 import { TeamService } from './modules/teams/service.js'
 import { ProviderClient } from './modules/provider-login/client.js'
 import { ProviderLogin } from './modules/provider-login/service.js'
 import { OAuthServer } from './oauth2/server.js'
+
+/** Registration tokens stay listable (as used, revoked or expired) this long after they expire. */
+const REGISTRATION_TOKEN_RETENTION_MS = 7 * 24 * 3600_000
 
 /** Everything the routes use, built once when the database is ready and passed in. */
 export interface Services {
@@ -55,6 +63,8 @@ export interface Services {
   categoryService: CategoryService
   serverService: ServerService
   versionService: VersionService
+  registrationTokens: RegistrationTokens
+  satellites: SatelliteService
   limits: AbuseLimits
   credentials: CredentialVerifiers
   /** Deletes expired sessions, email tokens, OAuth requests, codes and tokens; run periodically by the lifecycle. */
@@ -111,7 +121,15 @@ export async function createServices(database: Database, { config, clock, log, l
   }
   const search = serverSearch(database, { trigram })
   const serverService = new ServerService({ database, servers, categories, search, audit, clock })
+  const registrationTokenRows = registrationTokensRepository(database)
+  const registrationTokens = new RegistrationTokens({
+    database, tokens: registrationTokenRows, teams, audit, clock,
+    jwt: new RegistrationJwt(deriveKey(config.encryptionSecret, 'registration-jwt'), config.publicUrl, clock),
+  })
+  const satellites = new SatelliteService({ database, satellites: satellitesRepository(database), tokens: registrationTokenRows, teams, digest, audit, clock })
   return {
+    registrationTokens,
+    satellites,
     oauth,
     categoryService: new CategoryService({ database, categories, audit, clock }),
     serverService,
@@ -130,12 +148,15 @@ export async function createServices(database: Database, { config, clock, log, l
       await emailTokens.purgeExpired(now)
       await providerStates.purgeExpired(now)
       await oauthRows.purgeExpired(now)
+      await registrationTokenRows.purgeExpired(new Date(now.getTime() - REGISTRATION_TOKEN_RETENTION_MS))
     },
     credentials: {
       ...noCredentials,
       session: (id) => sessions.verify(id),
       bearer: (token) => oauth.tokens.verifyAccess(token),
       teamRole: (userId, teamId) => teams.roleOf(userId, teamId),
+      satelliteKey: (secret) => satellites.verifyKey(secret),
+      registrationToken: (token, scope) => registrationTokens.verify(token, scope),
       ...credentials,
     },
   }

@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import { AppError, errors } from '../http/errors.js'
 import { storableText } from '../http/validation.js'
 import type { Services } from '../services.js'
-import type { Caller, UserCaller } from './caller.js'
+import type { Caller, SatelliteCaller, UserCaller } from './caller.js'
 import { presentedBearer, presentedSession, SESSION_COOKIE } from './credentials-from-request.js'
 import { roleHas } from './permissions.js'
 import type { RoutePolicy } from './policies.js'
@@ -17,7 +17,12 @@ const INVALID_TOKEN = 'Bearer error="invalid_token"'
 export async function authorize(request: FastifyRequest, reply: FastifyReply, routePolicy: RoutePolicy, services: Services): Promise<Caller | null> {
   if (routePolicy.kind === 'public') return null
   const caller = await identify(request, routePolicy, services)
-  if (caller.kind !== 'user') return caller
+  if (caller.kind === 'satellite') return admitSatellite(request, caller, routePolicy)
+  if (caller.kind === 'registration') {
+    // Pairing a satellite is a login of sorts: the master switch stops it too.
+    if (!(await services.settings.get('global.enable_login'))) throw loginDisabled()
+    return caller
+  }
   // A session on a satellite route is only admitted (orAdminSession) for a global admin.
   if (routePolicy.kind === 'satellite' && caller.role !== 'global_admin') throw errors.forbidden({ required_permission: 'global_admin' })
   // A session renewed by this request gets its cookie again, with the new lifetime.
@@ -32,7 +37,7 @@ export async function authorize(request: FastifyRequest, reply: FastifyReply, ro
   }
   // With login switched off, only global admins keep using their credentials.
   if (caller.role !== 'global_admin' && !(await services.settings.get('global.enable_login'))) {
-    throw new AppError(403, 'LOGIN_DISABLED', 'Login is disabled on this service.')
+    throw loginDisabled()
   }
   if ((routePolicy.kind === 'session' || routePolicy.kind === 'dual') && routePolicy.permission !== undefined) {
     if (!roleHas(caller.role, routePolicy.permission)) throw errors.forbidden({ required_permission: routePolicy.permission })
@@ -91,6 +96,18 @@ async function authorizeTeam(request: FastifyRequest, caller: UserCaller, permis
   if (role === null) throw errors.notFound('Team')
   if (!roleHas(role, permission)) throw errors.forbidden({ required_permission: permission })
 }
+
+/** A satellite key: refused when its satellite is disabled, and valid only for its own satellite. */
+function admitSatellite(request: FastifyRequest, caller: SatelliteCaller, routePolicy: RoutePolicy): SatelliteCaller {
+  if (caller.disabled) throw errors.satelliteDisabled()
+  const self = routePolicy.kind === 'satellite' ? routePolicy.self : undefined
+  if (self !== undefined && (request.params as Record<string, string | undefined>)[self] !== caller.satelliteId) {
+    throw errors.forbidden({ required_satellite: 'the satellite its key belongs to' }, 'Forbidden: a satellite key acts only on its own satellite.')
+  }
+  return caller
+}
+
+const loginDisabled = () => new AppError(403, 'LOGIN_DISABLED', 'Login is disabled on this service.')
 
 function fail(wwwAuthenticate?: string): never {
   const error = errors.unauthorized()

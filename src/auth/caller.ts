@@ -20,6 +20,8 @@ export interface SatelliteCaller {
   kind: 'satellite'
   satelliteId: string
   teamId: string | null
+  /** Disabled by an admin: its key is recognised but refused (403). */
+  disabled: boolean
 }
 
 export interface RegistrationCaller {
@@ -40,6 +42,7 @@ export interface CredentialVerifiers {
   session(sessionId: string): Promise<UserCaller | null>
   bearer(accessToken: string): Promise<UserCaller | null>
   satelliteKey(secret: string): Promise<SatelliteCaller | null>
+  /** May throw a 401 that says why the token was refused. */
   registrationToken(token: string, scope: 'global' | 'team'): Promise<RegistrationCaller | null>
   /** The caller's role in a team, or null when not a member (or no such team). */
   teamRole(userId: string, teamId: string): Promise<TeamRole | null>

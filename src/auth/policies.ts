@@ -16,14 +16,22 @@ interface Requirements {
   teamPermission?: TeamPermission
 }
 
+interface SatelliteOptions {
+  orAdminSession?: boolean
+  self?: string
+}
+
 export type RoutePolicy =
   | { kind: 'public' }
   | ({ kind: 'session' } & Requirements)
   | ({ kind: 'dual'; scope: Scope } & Requirements)
   /** An OAuth access token only (a session cookie is refused), e.g. /api/oauth2/userinfo. */
   | { kind: 'bearer'; scope: Scope }
-  /** A satellite API key; `orAdminSession` also admits a global admin's session (introspection). */
-  | { kind: 'satellite'; orAdminSession?: boolean }
+  /**
+   * A satellite API key; `orAdminSession` also admits a global admin's session (introspection);
+   * `self` names the path parameter that must be the key's own satellite id (403 otherwise).
+   */
+  | ({ kind: 'satellite' } & SatelliteOptions)
   | { kind: 'registration_token' }
 
 export const policy = {
@@ -31,7 +39,7 @@ export const policy = {
   session: (requirements: Requirements = {}): RoutePolicy => ({ kind: 'session', ...requirements }),
   dual: (scope: Scope, requirements: Requirements = {}): RoutePolicy => ({ kind: 'dual', scope, ...requirements }),
   bearer: (scope: Scope): RoutePolicy => ({ kind: 'bearer', scope }),
-  satellite: (options: { orAdminSession?: boolean } = {}): RoutePolicy => ({ kind: 'satellite', ...options }),
+  satellite: (options: SatelliteOptions = {}): RoutePolicy => ({ kind: 'satellite', ...options }),
   registrationToken: (): RoutePolicy => ({ kind: 'registration_token' }),
 }
 
@@ -47,8 +55,8 @@ export function openApiSecurity(routePolicy: RoutePolicy): Array<Record<string, 
     case 'bearer':
       return [{ bearerAuth: [routePolicy.scope] }]
     case 'satellite':
-      return routePolicy.orAdminSession === true ? [{ bearerAuth: [] }, { cookieAuth: [] }] : [{ bearerAuth: [] }]
+      return routePolicy.orAdminSession === true ? [{ satelliteKey: [] }, { cookieAuth: [] }] : [{ satelliteKey: [] }]
     case 'registration_token':
-      return [{ bearerAuth: [] }]
+      return [{ registrationToken: [] }]
   }
 }

@@ -51,12 +51,14 @@ export const errors = {
   invalidJson: () => new AppError(400, 'INVALID_JSON', 'The request body is not valid JSON.'),
   unauthorized: (reason?: string) =>
     new AppError(401, 'UNAUTHORIZED', reason ? `${UNAUTHORIZED_TEXT} ${reason}` : UNAUTHORIZED_TEXT),
-  forbidden: (details: { required_permission?: string; required_scope?: string }, message = 'Forbidden: you are not allowed to do this.') =>
+  forbidden: (details: { required_permission?: string; required_scope?: string; required_satellite?: string }, message = 'Forbidden: you are not allowed to do this.') =>
     new AppError(403, 'FORBIDDEN', message, details),
   notFound: (what = 'Resource') => new AppError(404, 'NOT_FOUND', `${what} not found.`),
   routeNotFound: (method: string, url: string) =>
     new AppError(404, 'NOT_FOUND', `Route ${method} ${url.split('?')[0]} not found.`),
   invalidUrl: () => new AppError(400, 'INVALID_URL', 'The request URL is malformed (invalid percent-encoding).'),
+  satelliteDisabled: () =>
+    new AppError(403, 'SATELLITE_DISABLED', 'This satellite is disabled by an administrator; its key is refused until it is enabled again.'),
   conflict: (code: string, message: string) => new AppError(409, code, message),
   payloadTooLarge: (limit: number) =>
     new AppError(413, 'PAYLOAD_TOO_LARGE', `The request body is larger than ${limit} bytes.`),

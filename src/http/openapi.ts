@@ -36,7 +36,15 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
       components: {
         securitySchemes: {
           cookieAuth: { type: 'apiKey', in: 'cookie', name: 'auth_session', description: 'Session cookie set by login.' },
-          bearerAuth: { type: 'http', scheme: 'bearer', description: 'An OAuth2 access token from POST /api/oauth2/token (authorization code with PKCE S256; metadata at /.well-known/oauth-authorization-server), carrying the scope the route names; or a satellite credential (`service_satkey_…`, `service_satellite_…`) on satellite routes.' },
+          bearerAuth: { type: 'http', scheme: 'bearer', description: 'An OAuth2 access token from POST /api/oauth2/token (authorization code with PKCE S256; metadata at /.well-known/oauth-authorization-server), carrying the scope the route names.' },
+          satelliteKey: {
+            type: 'http', scheme: 'bearer', bearerFormat: 'service_satkey_<secret>',
+            description: "A satellite's API key, from POST /api/satellites/register (shown once). It authenticates that one satellite on the satellite routes only, and is refused (403 SATELLITE_DISABLED) while an admin has the satellite disabled.",
+          },
+          registrationToken: {
+            type: 'http', scheme: 'bearer', bearerFormat: 'service_satellite_<global|team>_<JWT>',
+            description: 'A single-use registration token from POST /api/satellites/global/registration-tokens or /api/teams/{teamId}/satellites/registration-tokens (shown once). Accepted only by POST /api/satellites/register.',
+          },
         },
       },
     },

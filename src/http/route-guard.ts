@@ -13,6 +13,11 @@ declare module 'fastify' {
     beforeSetup?: boolean
     /** The per-IP abuse limit this route counts against. */
     limit?: LimitName
+    /**
+     * Set by the route guard from `limit`: the onRequest hook counts the request before it
+     * authenticates the caller, so that refused credentials count against the limit too.
+     */
+    limiter?: onRequestHookHandler
     /** An OAuth protocol endpoint: every error body is RFC 6749 shaped. */
     oauthErrors?: OAuthErrorStyle
   }
@@ -80,10 +85,7 @@ export function installRouteGuard(app: FastifyInstance, { limiter }: { limiter: 
     const auth = route.config.auth
     const name = `${route.method} ${route.url}`
     if (auth === undefined) throw new Error(`Route ${name} declares no auth policy (config.auth)`)
-    if (route.config.limit !== undefined && limiter !== null) {
-      const existing = route.onRequest === undefined ? [] : Array.isArray(route.onRequest) ? route.onRequest : [route.onRequest]
-      route.onRequest = [...existing, limiter(route.config.limit)]
-    }
+    if (route.config.limit !== undefined && limiter !== null) route.config.limiter = limiter(route.config.limit)
 
     const schema = (route.schema ??= {}) as Record<string, unknown>
     if (schema.hide === true) return

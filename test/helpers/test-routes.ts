@@ -61,7 +61,7 @@ const MEMBERSHIPS: Record<string, TeamRole> = { 'alice:team-1': 'team_admin', 'b
 export const tableCredentials: Partial<CredentialVerifiers> = {
   session: async (id) => SESSIONS[id] ?? null,
   bearer: async (token) => TOKENS[token] ?? null,
-  satelliteKey: async (secret) => (secret === 'good-key' ? { kind: 'satellite', satelliteId: 'sat-1', teamId: null } : null),
+  satelliteKey: async (secret) => (secret === 'good-key' ? { kind: 'satellite', satelliteId: 'sat-1', teamId: null, disabled: false } : null),
   registrationToken: async (token, scope) =>
     token === 'good.jwt.value' ? { kind: 'registration', tokenId: 'reg-1', scope, teamId: null } : null,
   teamRole: async (userId, teamId) => MEMBERSHIPS[`${userId}:${teamId}`] ?? null,

@@ -78,7 +78,8 @@ const testRoutes: FastifyPluginAsync = async (app) => {
 
 const PUBLIC: Security = []
 const SESSION: Security = [{ cookieAuth: [] }]
-const BEARER: Security = [{ bearerAuth: [] }]
+const SATELLITE_KEY: Security = [{ satelliteKey: [] }]
+const REGISTRATION_TOKEN: Security = [{ registrationToken: [] }]
 const dual = (scope: string): Security => [{ cookieAuth: [] }, { bearerAuth: [scope] }]
 
 /** Routes whose policy this file knows: the core routes and the test routes above. */
@@ -107,8 +108,21 @@ const KNOWN: Record<string, Security> = {
   'DELETE /api/test/teams/{teamId}': SESSION,
   'GET /api/test/dual': dual('teams:read'),
   'PATCH /api/test/dual': dual('mcp:read'),
-  'GET /api/test/satellite': BEARER,
-  'POST /api/test/register': BEARER,
+  'GET /api/test/satellite': SATELLITE_KEY,
+  'POST /api/test/register': REGISTRATION_TOKEN,
+  'POST /api/oauth2/introspect': [...SATELLITE_KEY, ...SESSION],
+  'POST /api/satellites/global/registration-tokens': SESSION,
+  'POST /api/teams/{teamId}/satellites/registration-tokens': SESSION,
+  'GET /api/satellites/registration-tokens': SESSION,
+  'GET /api/teams/{teamId}/satellites/registration-tokens': SESSION,
+  'DELETE /api/satellites/registration-tokens/{id}': SESSION,
+  'POST /api/satellites/register': REGISTRATION_TOKEN,
+  'POST /api/satellites/{id}/heartbeat': SATELLITE_KEY,
+  'GET /api/satellites': SESSION,
+  'GET /api/teams/{teamId}/satellites': SESSION,
+  'GET /api/satellites/{id}': SESSION,
+  'PUT /api/satellites/{id}': SESSION,
+  'DELETE /api/satellites/{id}': SESSION,
 }
 
 type CredentialKind = 'session' | 'bearer' | 'satellite' | 'registration'
@@ -192,6 +206,8 @@ describe.each(DIALECTS)('OpenAPI contract on %s', (dialect) => {
     expect(document.servers?.[0]?.description).toMatch(/development/i)
     expect(document.components.securitySchemes.cookieAuth).toMatchObject({ type: 'apiKey', in: 'cookie', name: 'auth_session' })
     expect(document.components.securitySchemes.bearerAuth).toMatchObject({ type: 'http', scheme: 'bearer' })
+    expect(document.components.securitySchemes.satelliteKey).toMatchObject({ type: 'http', scheme: 'bearer', bearerFormat: 'service_satkey_<secret>' })
+    expect(document.components.securitySchemes.registrationToken).toMatchObject({ type: 'http', scheme: 'bearer', bearerFormat: 'service_satellite_<global|team>_<JWT>' })
   })
 
   it('shares one ErrorResponse schema with success, error and code required', () => {
@@ -283,9 +299,11 @@ describe.each(DIALECTS)('OpenAPI contract on %s', (dialect) => {
           : `dual, but a scopeless token was not refused with a known required_scope (${String(requiredScope)})`
       } else if (admits.session) {
         // Introspection: a satellite key, or a (global admin's) session.
-        enforced[name] = admits.satellite && !admits.registration ? [...BEARER, ...SESSION] : admits.satellite || admits.registration ? 'session and registration credentials' : SESSION
+        enforced[name] = admits.satellite && !admits.registration ? [...SATELLITE_KEY, ...SESSION] : admits.satellite || admits.registration ? 'session and registration credentials' : SESSION
       } else if (admits.satellite || admits.registration) {
-        enforced[name] = admits.bearer ? 'bearer and satellite credentials' : BEARER
+        enforced[name] = admits.bearer ? 'bearer and satellite credentials'
+          : admits.satellite && admits.registration ? 'satellite keys and registration tokens on one route'
+          : admits.satellite ? SATELLITE_KEY : REGISTRATION_TOKEN
       } else {
         // Bearer only (userinfo): the token's scope is what the document must name.
         enforced[name] = typeof requiredScope === 'string' && (SCOPES as readonly string[]).includes(requiredScope)

@@ -47,7 +47,7 @@ describe.each(DIALECTS)('OAuth2 endpoints on %s', (dialect) => {
     app = (await ctx.build({
       clock,
       env: { RATE_LIMIT_ENABLED: 'false' },
-      credentials: { satelliteKey: async (secret) => (secret === 'k' ? { kind: 'satellite', satelliteId: 's1', teamId: null } : null) },
+      credentials: { satelliteKey: async (secret) => (secret === 'k' ? { kind: 'satellite', satelliteId: 's1', teamId: null, disabled: false } : null) },
     })).app
     admin = await signUp(app, 'endpoints_admin')
     const registered = await register(app, { username: 'endpoints_user', email: 'endpoints.user@example.com', first_name: 'Ada', last_name: 'Lovelace' })

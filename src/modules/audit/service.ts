@@ -13,7 +13,9 @@ export type AuditEventType =
   | 'catalogue.category_created' | 'catalogue.category_updated' | 'catalogue.category_deleted'
   | 'catalogue.server_created' | 'catalogue.server_updated' | 'catalogue.server_deleted'
   | 'catalogue.version_created' | 'catalogue.version_updated'
-  | 'satellite.token_created' | 'satellite.registered' | 'plugin.loaded'
+  | 'satellite.token_created' | 'satellite.token_revoked' | 'satellite.registered' | 'satellite.disabled'
+  | 'satellite.enabled' | 'satellite.deleted'
+  | 'plugin.loaded'
 
 export interface AuditEntry {
   actorId?: string | null

@@ -1,14 +1,8 @@
 import { Type, type Static, type TSchema } from 'typebox'
-import { Ok, OkMessage, Pagination, PaginationQuery } from '../../http/envelope.js'
+import { Nullable, Ok, OkMessage, Pagination, PaginationQuery } from '../../http/envelope.js'
 import { EnvironmentVariable, HttpUrl, Packages, Remotes, ServerRemote } from './entries.js'
 
 const closed = { additionalProperties: false } as const
-/**
- * A string or integer schema that also admits null, as a type list rather than a union: one
- * validation error instead of three, and no union for the response serializer to try in turn.
- * (The OpenAPI 3.0 document shows it as `nullable: true`.)
- */
-const Nullable = <T extends TSchema & { type: string }>(schema: T) => Type.Unsafe<Static<T> | null>({ ...schema, type: [schema.type, 'null'] })
 const Timestamp = Type.String({ format: 'date-time' })
 const Id = Type.String({ minLength: 1, maxLength: 100 })
 

@@ -1,0 +1,124 @@
+import { and, count, desc, eq, gte, inArray, isNull, lt, ne, or, sql, type SQL } from 'drizzle-orm'
+import type { SatelliteMetrics } from '../../modules/satellites/reports.js'
+import type { Database, Db } from '../types.js'
+
+export type SatelliteRow = Database['t']['satellites']['$inferSelect']
+export type StoredSatelliteStatus = SatelliteRow['status']
+/** What a reader sees: the stored status, or `offline` for a reporting one gone silent. */
+export type SatelliteStatus = StoredSatelliteStatus | 'offline'
+
+/** The statuses a heartbeat sets; they turn into `offline` when heartbeats stop. */
+export const REPORTED_STATUSES = ['active', 'degraded', 'error'] as const
+export type ReportedStatus = (typeof REPORTED_STATUSES)[number]
+
+export interface SatelliteFilter {
+  status?: SatelliteStatus
+  satelliteType?: 'global' | 'team'
+  teamId?: string
+  /** Heartbeats older than this mean `offline`. */
+  silentSince: Date
+  limit: number
+  offset: number
+}
+
+/** What the satellite-key check needs: one indexed lookup per request. */
+export interface SatelliteKeyOwner { id: string; teamId: string | null; status: StoredSatelliteStatus }
+
+export type SatellitesRepository = ReturnType<typeof satellitesRepository>
+
+export function satellitesRepository(database: Database, executor: Db = database.db) {
+  const { t } = database
+  const db = executor
+  const satellites = t.satellites
+  // Every satellite-authenticated request runs this lookup: built once, not per request.
+  const byDigest = db
+    .select({ id: satellites.id, teamId: satellites.teamId, status: satellites.status })
+    .from(satellites)
+    .where(eq(satellites.keyDigest, sql.placeholder('digest')))
+    .prepare('satellite_by_key')
+
+  const silent = (since: Date): SQL => or(isNull(satellites.lastHeartbeatAt), lt(satellites.lastHeartbeatAt, since))!
+  const hasStatus = (status: SatelliteStatus, since: Date): SQL => {
+    if (status === 'offline') return and(inArray(satellites.status, [...REPORTED_STATUSES]), silent(since))!
+    if (status === 'inactive' || status === 'disabled') return eq(satellites.status, status)
+    return and(eq(satellites.status, status), gte(satellites.lastHeartbeatAt, since))!
+  }
+
+  return {
+    with: (tx: Db) => satellitesRepository(database, tx),
+
+    async findByKeyDigest(digest: string): Promise<SatelliteKeyOwner | undefined> {
+      const [row] = await byDigest.execute({ digest })
+      return row
+    },
+
+    async find(id: string): Promise<SatelliteRow | undefined> {
+      const [row] = await db.select().from(satellites).where(eq(satellites.id, id))
+      return row
+    },
+
+    async findByName(name: string): Promise<SatelliteRow | undefined> {
+      const [row] = await db.select().from(satellites).where(eq(satellites.name, name))
+      return row
+    },
+
+    /** Inserts unless the name is taken (then null: a concurrent registration won it). */
+    async insert(row: SatelliteRow): Promise<SatelliteRow | null> {
+      const [inserted] = await db.insert(satellites).values(row).onConflictDoNothing({ target: satellites.name }).returning()
+      return inserted ?? null
+    },
+
+    /** A re-registration: a new key (the old one dies), new details, back to `inactive`. Null if it is gone or disabled. */
+    async reRegister(id: string, patch: Pick<SatelliteRow, 'keyDigest' | 'capabilities' | 'satelliteUrl' | 'systemInfo' | 'registeredAt' | 'updatedAt'>): Promise<SatelliteRow | null> {
+      const [row] = await db
+        .update(satellites)
+        .set({ ...patch, status: 'inactive' })
+        .where(and(eq(satellites.id, id), ne(satellites.status, 'disabled')))
+        .returning()
+      return row ?? null
+    },
+
+    /** Records a heartbeat, unless the satellite was disabled (or deleted) meanwhile. */
+    async heartbeat(id: string, report: { status: ReportedStatus; metrics: SatelliteMetrics; version: string | null | undefined; now: Date }): Promise<SatelliteRow | null> {
+      const [row] = await db
+        .update(satellites)
+        .set({
+          status: report.status, systemMetrics: report.metrics, lastHeartbeatAt: report.now, updatedAt: report.now,
+          ...(report.version === undefined ? {} : { version: report.version }),
+        })
+        .where(and(eq(satellites.id, id), ne(satellites.status, 'disabled')))
+        .returning()
+      return row ?? null
+    },
+
+    async setStatus(id: string, status: StoredSatelliteStatus, now: Date): Promise<SatelliteRow | null> {
+      const [row] = await db.update(satellites).set({ status, updatedAt: now }).where(eq(satellites.id, id)).returning()
+      return row ?? null
+    },
+
+    async delete(id: string): Promise<SatelliteRow | null> {
+      const [row] = await db.delete(satellites).where(eq(satellites.id, id)).returning()
+      return row ?? null
+    },
+
+    async list(filter: SatelliteFilter): Promise<{ rows: SatelliteRow[]; total: number }> {
+      const conditions: SQL[] = []
+      if (filter.status !== undefined) conditions.push(hasStatus(filter.status, filter.silentSince))
+      if (filter.satelliteType !== undefined) conditions.push(eq(satellites.satelliteType, filter.satelliteType))
+      if (filter.teamId !== undefined) conditions.push(eq(satellites.teamId, filter.teamId))
+      const where = conditions.length > 0 ? and(...conditions) : undefined
+      const [rows, [total]] = await Promise.all([
+        db.select().from(satellites).where(where).orderBy(desc(satellites.createdAt), desc(satellites.id)).limit(filter.limit).offset(filter.offset),
+        db.select({ n: count() }).from(satellites).where(where),
+      ])
+      return { rows, total: total?.n ?? 0 }
+    },
+  }
+}
+
+/** The status a reader sees at `silentSince` (heartbeats before it mean `offline`). */
+export function satelliteStatus(row: SatelliteRow, silentSince: Date): SatelliteStatus {
+  const reporting = (REPORTED_STATUSES as readonly string[]).includes(row.status)
+  if (reporting && (row.lastHeartbeatAt === null || row.lastHeartbeatAt.getTime() < silentSince.getTime())) return 'offline'
+  return row.status
+}

@@ -1,0 +1,50 @@
+import { index, jsonb, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core'
+import type { SatelliteMetrics, SatelliteSystemInfo } from '../../../modules/satellites/reports.js'
+import { teams } from './accounts.js'
+
+/**
+ * One row per registration token, keyed by its JWT `jti`. The token itself is never stored: it is
+ * a signed JWT, and this row is what makes it single-use and revocable.
+ */
+export const satelliteRegistrationTokens = pgTable('satellite_registration_tokens', {
+  id: text('id').primaryKey(),
+  scope: text('scope', { enum: ['global', 'team'] }).notNull(),
+  teamId: text('team_id').references(() => teams.id, { onDelete: 'cascade' }),
+  /** No foreign key: the record outlives a deleted admin, like the audit trail. */
+  createdBy: text('created_by').notNull(),
+  expiresAt: timestamp('expires_at', { withTimezone: true, mode: 'date' }).notNull(),
+  usedAt: timestamp('used_at', { withTimezone: true, mode: 'date' }),
+  usedBySatelliteId: text('used_by_satellite_id'),
+  revokedAt: timestamp('revoked_at', { withTimezone: true, mode: 'date' }),
+  createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull(),
+}, (t) => [
+  index('satellite_registration_tokens_created_idx').on(t.createdAt),
+  index('satellite_registration_tokens_team_idx').on(t.teamId, t.createdAt),
+  index('satellite_registration_tokens_expires_idx').on(t.expiresAt),
+])
+
+export const satellites = pgTable('satellites', {
+  id: text('id').primaryKey(),
+  /** Unique across scopes and teams: a name is how a satellite re-registers. */
+  name: text('name').notNull(),
+  satelliteType: text('satellite_type', { enum: ['global', 'team'] }).notNull(),
+  teamId: text('team_id').references(() => teams.id, { onDelete: 'cascade' }),
+  /** As stored; `offline` is derived when reading, from the time of the last heartbeat. */
+  status: text('status', { enum: ['inactive', 'active', 'degraded', 'error', 'disabled'] }).notNull(),
+  /** HMAC-SHA256 of the API key's secret; the key itself is never stored. */
+  keyDigest: text('key_digest').notNull(),
+  capabilities: jsonb('capabilities').$type<string[]>().notNull(),
+  satelliteUrl: text('satellite_url'),
+  systemInfo: jsonb('system_info').$type<SatelliteSystemInfo>(),
+  systemMetrics: jsonb('system_metrics').$type<SatelliteMetrics>(),
+  version: text('version'),
+  lastHeartbeatAt: timestamp('last_heartbeat_at', { withTimezone: true, mode: 'date' }),
+  registeredAt: timestamp('registered_at', { withTimezone: true, mode: 'date' }).notNull(),
+  createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull(),
+  updatedAt: timestamp('updated_at', { withTimezone: true, mode: 'date' }).notNull(),
+}, (t) => [
+  uniqueIndex('satellites_name_unique').on(t.name),
+  uniqueIndex('satellites_key_digest_unique').on(t.keyDigest),
+  index('satellites_team_idx').on(t.teamId, t.createdAt),
+  index('satellites_created_idx').on(t.createdAt),
+])

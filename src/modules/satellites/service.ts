@@ -1,0 +1,154 @@
+import type { RegistrationCaller, SatelliteCaller } from '../../auth/caller.js'
+import { SATELLITE_KEY_PREFIX } from '../../auth/credentials-from-request.js'
+import { newId } from '../../db/ids.js'
+import type { RegistrationTokensRepository } from '../../db/repositories/registration-tokens.js'
+import type { ReportedStatus, SatelliteFilter, SatelliteRow, SatellitesRepository } from '../../db/repositories/satellites.js'
+import type { TeamsRepository } from '../../db/repositories/teams.js'
+import type { Database } from '../../db/types.js'
+import { errors } from '../../http/errors.js'
+import type { Clock } from '../../lib/clock.js'
+import { randomToken, type Digester } from '../../lib/tokens.js'
+import type { AuditLog } from '../audit/service.js'
+import { mayActOn, type SatelliteActor } from './actor.js'
+import { invalidRegistrationToken, rowRefusal } from './registration-tokens.js'
+import type { SatelliteMetrics, SatelliteSystemInfo } from './reports.js'
+
+/** A satellite that has not sent a heartbeat for this long is shown `offline`. */
+export const OFFLINE_AFTER_MS = 90_000
+/** What satellites are told: heartbeat every 30 s, three missed ones make them offline. */
+export const HEARTBEAT_INTERVAL_SECONDS = 30
+/** A key is `service_satkey_` and 43 base64url characters; anything much longer is not one. */
+const MAX_KEY_SECRET_LENGTH = 128
+
+export interface Registration {
+  name: string
+  capabilities?: string[]
+  satellite_url?: string
+  system_info?: SatelliteSystemInfo
+}
+
+export interface Heartbeat {
+  status: ReportedStatus
+  system_metrics: SatelliteMetrics
+  version?: string
+}
+
+/** Satellites: pairing, their keys, heartbeats and management. No Fastify types here. */
+export class SatelliteService {
+  constructor(private readonly deps: {
+    database: Database; satellites: SatellitesRepository; tokens: RegistrationTokensRepository; teams: TeamsRepository
+    digest: Digester; audit: AuditLog; clock: Clock
+  }) {}
+
+  /**
+   * Pairs a satellite, in one transaction: create it (or re-register the one of that name in the
+   * same scope and team: new key, the old one dies), then spend the token with one conditional
+   * update. A refusal anywhere rolls back both, so a failed registration leaves no satellite and
+   * does not spend the token.
+   */
+  async register(token: RegistrationCaller, input: Registration, ip: string): Promise<{ satellite: SatelliteRow; apiKey: string }> {
+    const { database, satellites, tokens, digest, audit } = this.deps
+    const secret = randomToken()
+    const now = this.now()
+    const details = {
+      keyDigest: digest(secret), capabilities: input.capabilities ?? [], satelliteUrl: input.satellite_url ?? null,
+      systemInfo: input.system_info ?? null, registeredAt: now, updatedAt: now,
+    }
+    const satellite = await database.transaction(async (tx) => {
+      const rows = satellites.with(tx)
+      // A concurrent registration may create or delete the name between our read and write: read again.
+      for (let attempt = 0; attempt < 3; attempt++) {
+        const existing = await rows.findByName(input.name)
+        if (existing !== undefined) {
+          if (existing.satelliteType !== token.scope || existing.teamId !== token.teamId) {
+            throw errors.conflict('SATELLITE_NAME_TAKEN', `A satellite named "${input.name}" belongs to another ${existing.satelliteType === 'team' ? 'team' : 'scope'}; choose another name.`)
+          }
+          if (existing.status === 'disabled') throw errors.conflict('SATELLITE_DISABLED', `The satellite "${input.name}" is disabled; an administrator must enable it before it can register again.`)
+        }
+        const row = existing === undefined
+          ? await rows.insert({
+            id: newId(), name: input.name, satelliteType: token.scope, teamId: token.teamId, status: 'inactive',
+            systemMetrics: null, version: null, lastHeartbeatAt: null, createdAt: now, ...details,
+          })
+          : await rows.reRegister(existing.id, details)
+        if (row === null) continue
+        if (!(await tokens.with(tx).spend(token.tokenId, row.id, now))) {
+          throw invalidRegistrationToken(rowRefusal(await tokens.with(tx).find(token.tokenId), now) ?? 'used')
+        }
+        await audit.record('satellite.registered', {
+          ip, target: row.id,
+          details: { name: row.name, satellite_type: row.satelliteType, team_id: row.teamId, token_id: token.tokenId, re_registered: existing !== undefined },
+        }, tx)
+        return row
+      }
+      throw errors.conflict('SATELLITE_NAME_TAKEN', `The satellite name "${input.name}" is being registered concurrently; try again.`)
+    })
+    return { satellite, apiKey: `${SATELLITE_KEY_PREFIX}${secret}` }
+  }
+
+  /** The credential check of satellite routes: one indexed lookup by the key's digest. */
+  async verifyKey(secret: string): Promise<SatelliteCaller | null> {
+    if (secret.length === 0 || secret.length > MAX_KEY_SECRET_LENGTH) return null
+    const owner = await this.deps.satellites.findByKeyDigest(this.deps.digest(secret))
+    return owner === undefined ? null : { kind: 'satellite', satelliteId: owner.id, teamId: owner.teamId, disabled: owner.status === 'disabled' }
+  }
+
+  async heartbeat(id: string, report: Heartbeat): Promise<SatelliteRow> {
+    const row = await this.deps.satellites.heartbeat(id, { status: report.status, metrics: report.system_metrics, version: report.version, now: this.now() })
+    if (row !== null) return row
+    // Disabled or deleted since its key was checked.
+    if ((await this.deps.satellites.find(id)) !== undefined) throw errors.satelliteDisabled()
+    throw errors.unauthorized()
+  }
+
+  list(filter: Omit<SatelliteFilter, 'silentSince'>) {
+    return this.deps.satellites.list({ ...filter, silentSince: this.silentSince() })
+  }
+
+  /** Global admins see every satellite, team admins their team's; anyone else gets 404. */
+  async get(id: string, actor: SatelliteActor): Promise<SatelliteRow> {
+    const row = await this.deps.satellites.find(id)
+    if (row === undefined || !(await mayActOn(actor, row.teamId, { global: 'satellites.view', team: 'team.satellites.view' }, this.deps.teams))) {
+      throw errors.notFound('Satellite')
+    }
+    return row
+  }
+
+  /**
+   * `disabled` refuses its key at once; `active` enables it again (shown `offline` until its next
+   * heartbeat, or `inactive` if it never sent one).
+   */
+  async setStatus(id: string, status: 'disabled' | 'active', actor: SatelliteActor): Promise<SatelliteRow> {
+    const { database, satellites, audit } = this.deps
+    return database.transaction(async (tx) => {
+      const current = await satellites.with(tx).find(id)
+      if (current === undefined) throw errors.notFound('Satellite')
+      const disabling = status === 'disabled'
+      if (disabling === (current.status === 'disabled')) return current
+      const next = disabling ? 'disabled' : current.lastHeartbeatAt === null ? 'inactive' : 'active'
+      const row = await satellites.with(tx).setStatus(id, next, this.now())
+      if (row === null) throw errors.notFound('Satellite')
+      await audit.record(disabling ? 'satellite.disabled' : 'satellite.enabled', { actorId: actor.userId, ip: actor.ip, target: id, details: { name: row.name } }, tx)
+      return row
+    })
+  }
+
+  /** Deletes it; its key dies with the row. */
+  async delete(id: string, actor: SatelliteActor): Promise<void> {
+    const { database, satellites, audit } = this.deps
+    await database.transaction(async (tx) => {
+      const row = await satellites.with(tx).delete(id)
+      if (row === null) throw errors.notFound('Satellite')
+      await audit.record('satellite.deleted', { actorId: actor.userId, ip: actor.ip, target: id, details: { name: row.name, satellite_type: row.satelliteType, team_id: row.teamId } }, tx)
+    })
+  }
+
+  /** Heartbeats before this instant make a reporting satellite `offline`. */
+  silentSince(): Date {
+    return new Date(this.deps.clock.now() - OFFLINE_AFTER_MS)
+  }
+
+  private now(): Date {
+    return new Date(this.deps.clock.now())
+  }
+}

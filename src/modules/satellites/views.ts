@@ -1,0 +1,39 @@
+import { registrationTokenStatus, type RegistrationTokenRow } from '../../db/repositories/registration-tokens.js'
+import { satelliteStatus, type SatelliteRow } from '../../db/repositories/satellites.js'
+
+const iso = (date: Date | null) => (date === null ? null : date.toISOString())
+
+export function tokenView(row: RegistrationTokenRow, now: Date) {
+  return {
+    id: row.id,
+    scope: row.scope,
+    team_id: row.teamId,
+    created_by: row.createdBy,
+    status: registrationTokenStatus(row, now),
+    expires_at: row.expiresAt.toISOString(),
+    used_at: iso(row.usedAt),
+    used_by_satellite_id: row.usedBySatelliteId,
+    revoked_at: iso(row.revokedAt),
+    created_at: row.createdAt.toISOString(),
+  }
+}
+
+/** `silentSince`: heartbeats before it make a reporting satellite `offline`. */
+export function satelliteView(row: SatelliteRow, silentSince: Date) {
+  return {
+    id: row.id,
+    name: row.name,
+    satellite_type: row.satelliteType,
+    team_id: row.teamId,
+    status: satelliteStatus(row, silentSince),
+    capabilities: row.capabilities,
+    satellite_url: row.satelliteUrl,
+    system_info: row.systemInfo,
+    system_metrics: row.systemMetrics,
+    version: row.version,
+    last_heartbeat_at: iso(row.lastHeartbeatAt),
+    registered_at: row.registeredAt.toISOString(),
+    created_at: row.createdAt.toISOString(),
+    updated_at: row.updatedAt.toISOString(),
+  }
+}
