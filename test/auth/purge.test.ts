@@ -6,6 +6,8 @@ import { createTestContext, type TestContext } from '../helpers/app.js'
 import { manualClock } from '../helpers/clock.js'
 import { DIALECTS } from '../helpers/database.js'
 import { registerAndLogin } from '../helpers/accounts.js'
+import { createToken } from '../helpers/satellites.js'
+import { client, signUp } from '../helpers/teams.js'
 
 describe.each(DIALECTS)('purging expired credentials on %s', (dialect) => {
   let ctx: TestContext
@@ -55,6 +57,25 @@ describe.each(DIALECTS)('purging expired credentials on %s', (dialect) => {
     expect(await count()).toEqual({ requests: 0, grants: 1, tokens: 1 })
     const [token] = await db.select({ kind: t.oauthTokens.kind }).from(t.oauthTokens)
     expect(token).toEqual({ kind: 'refresh' })
+  })
+
+  it('keeps registration tokens listable for 7 days after they expire, then deletes them', async () => {
+    const clock = manualClock(Date.now())
+    const { app } = await ctx.build({ clock, env: { RATE_LIMIT_ENABLED: 'false' } })
+    const call = client(app)
+    const admin = await signUp(app, 'satellite_purge_admin')
+    const { db, t } = app.services.database
+    // Earlier tests of this file registered the first user (the global admin) already.
+    await db.update(t.users).set({ roleId: 'global_admin' }).where(eq(t.users.id, admin.id))
+    const old = await createToken(call, admin, { hours: 1 })
+    clock.advance(3 * 24 * 3600_000)
+    const recent = await createToken(call, admin, { hours: 72 })
+    clock.advance(5 * 24 * 3600_000) // old expired 8 days minus an hour ago; recent expired 2 days ago
+    const listed = async () => (await call('GET', '/api/satellites/registration-tokens?limit=100', admin)).json().data.tokens
+      .map((token: { id: string; status: string }) => [token.id, token.status])
+    expect(await listed()).toEqual([[recent.id, 'expired'], [old.id, 'expired']])
+    await app.services.purgeExpired()
+    expect(await listed()).toEqual([[recent.id, 'expired']])
   })
 })
 

@@ -62,7 +62,7 @@ export const protocolRoutes: FastifyPluginAsyncTypebox = async (app) => {
     attachValidation: true,
     schema: {
       tags, summary: 'Introspect a token (RFC 7662)',
-      description: 'For a satellite (its API key) or a global admin (session). Answers `{active: false}` for unknown, expired, revoked or spent tokens.',
+      description: 'For a satellite (its API key; 403 SATELLITE_DISABLED while an admin has it disabled) or a global admin (session). Answers `{active: false}` for unknown, expired, revoked or spent tokens.',
       consumes: FORM_OR_JSON,
       body: IntrospectBody,
       response: { 200: IntrospectAnswer },
