@@ -1,23 +1,23 @@
-import { spawn, type ChildProcess } from 'node:child_process'
 import { createHash, randomBytes } from 'node:crypto'
-import { once } from 'node:events'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import argon2 from 'argon2'
-import autocannon from 'autocannon'
 import { loadConfig } from '../src/config.js'
 import { openDatabase } from '../src/db/client.js'
 import { seedCatalogue, type SeedCatalogueResult } from '../src/db/seed/catalogue.js'
 import { projectRoot } from '../src/paths.js'
 import { createTestDatabase } from '../test/helpers/database.js'
+import { bareHello, CONNECTIONS, load, rssMb, SECONDS, start, stop, STARTS, type Request, type Started } from './harness.js'
+import { satelliteWorkloads } from './satellites.js'
 
 /**
  * `npm run bench`: figures, not assertions. Talks only to 127.0.0.1.
  * For each dialect: cold start to the first 200, then throughput of /api/health,
  * /api/health/ready and /api/users/me (session cookie) as ratios to a bare Fastify "hello" route
  * measured in the same run; login throughput as a ratio to raw Argon2id verification, with the
- * p99 of /api/health during the login flood; and the resident memory. Then the catalogue: the
+ * p99 of /api/health during the login flood; and the resident memory. Then satellites: heartbeats
+ * with an API key and registrations with a forged token (bench/satellites.ts). Then the catalogue: the
  * server list (session cookie) over 10 000 seeded servers as a ratio to a bare route measured right
  * before it, and the search over 100 000 servers with a rotating mix of queries (latency p50/p99
  * and req/s), with the time each query takes alone.
@@ -27,68 +27,8 @@ import { createTestDatabase } from '../test/helpers/database.js'
  * Each load run follows a 2 s warm-up that is not reported.
  */
 
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
-const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10)
-const STARTS = Number(process.env.BENCH_STARTS ?? 5)
-const WARMUP_SECONDS = 2
 const SECRET = 'bench-secret-0123456789-abcdefghijklmnopqrstuvwxyz'
 const PASSWORD = 'bench password 123'
-
-interface Started {
-  child: ChildProcess
-  url: string
-  coldStartMs: number
-}
-
-async function start(entry: string[], env: Record<string, string>): Promise<Started> {
-  const began = performance.now()
-  const child = spawn(process.execPath, entry, {
-    env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', HOST: '127.0.0.1', ...env },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  })
-  const url = `http://127.0.0.1:${env.PORT}`
-  for (;;) {
-    try {
-      const response = await fetch(`${url}/api/health`)
-      if (response.status === 200) return { child, url, coldStartMs: performance.now() - began }
-    } catch {
-      // not listening yet
-    }
-    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}`)
-    await new Promise((resolve) => setTimeout(resolve, 5))
-  }
-}
-
-async function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null) return
-  child.kill('SIGTERM')
-  await once(child, 'exit')
-}
-
-function rssMb(child: ChildProcess): number {
-  const status = readFileSync(`/proc/${child.pid}/status`, 'utf8')
-  const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0)
-  return Math.round(kb / 102.4) / 10
-}
-
-interface Request {
-  method?: 'GET' | 'POST'
-  headers?: Record<string, string>
-  body?: string
-  /** Paths that each connection requests in turn (instead of the URL's own path). */
-  paths?: string[]
-}
-
-async function load(url: string, request: Request = {}, connections = CONNECTIONS) {
-  const options = {
-    url, connections, method: request.method ?? 'GET', headers: request.headers ?? {}, body: request.body,
-    ...(request.paths === undefined ? {} : { requests: request.paths.map((path) => ({ method: 'GET' as const, path })) }),
-  }
-  // Warm-up (JIT, pools) first; only the second run is reported.
-  await autocannon({ ...options, duration: WARMUP_SECONDS })
-  const result = await autocannon({ ...options, duration: SECONDS })
-  return { rps: Math.round(result.requests.average), p50: result.latency.p50, p99: result.latency.p99, non2xx: result.non2xx + result.errors }
-}
 
 /** Raw Argon2id verifications per second on this machine, CONNECTIONS at a time. */
 async function argon2Throughput(): Promise<number> {
@@ -143,16 +83,6 @@ async function bearerToken(url: string, cookie: string): Promise<string> {
 }
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
-
-/** The bare Fastify route, in a process of its own, started for one measurement. */
-async function bareHello(entry: string, port: number) {
-  const baseline = await start([entry], { PORT: String(port) })
-  try {
-    return await load(`${baseline.url}/api/health`)
-  } finally {
-    await stop(baseline.child)
-  }
-}
 
 /** Catalogue searches as users type them: product names, prefixes, two words. */
 const SEARCHES = ['postgres', 'postg', 'kube', 'github issues', 'slack', 'redis cache', 'weather forecast', 'browser automation', 'stripe',
@@ -278,6 +208,7 @@ async function main(): Promise<void> {
         load(`${running.url}/api/health`, {}, 1),
       ])
       const loadedRss = rssMb(running.child)
+      const satellites = await satelliteWorkloads(running.url, cookie, bare, () => ++port)
       const catalogue = await catalogueWorkloads(running.url, cookie, env, bare, () => ++port)
       await stop(running.child)
       const ratio = (rps: number) => `${((rps / hello.rps) * 100).toFixed(0)} % of bare`
@@ -289,7 +220,7 @@ async function main(): Promise<void> {
       console.log(`  GET /api/teams/me/default (bearer): ${defaultTeam.rps} req/s, p99 ${defaultTeam.p99} ms, ${ratio(defaultTeam.rps)}${defaultTeam.non2xx ? `, ${defaultTeam.non2xx} failures` : ''}`)
       console.log(`  POST /api/auth/email/login: ${login.rps} req/s, ${((login.rps / rawArgon2) * 100).toFixed(0)} % of raw Argon2 verify${login.non2xx ? `, ${login.non2xx} failures` : ''}; /api/health p99 meanwhile ${healthDuringLogins.p99} ms`)
       console.log(`  RSS: ${idleRss} MB idle, ${loadedRss} MB after the load runs`)
-      for (const line of catalogue) console.log(line)
+      for (const line of [...satellites, ...catalogue]) console.log(line)
     } finally {
       await database.drop()
       rmSync(dataDir, { recursive: true, force: true })
