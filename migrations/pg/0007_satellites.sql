@@ -16,6 +16,7 @@ CREATE TABLE "satellites" (
 	"satellite_type" text NOT NULL,
 	"team_id" text,
 	"status" text NOT NULL,
+	"disabled_at" timestamp with time zone,
 	"key_digest" text NOT NULL,
 	"capabilities" jsonb NOT NULL,
 	"satellite_url" text,

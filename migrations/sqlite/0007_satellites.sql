@@ -20,6 +20,7 @@ CREATE TABLE `satellites` (
 	`satellite_type` text NOT NULL,
 	`team_id` text,
 	`status` text NOT NULL,
+	`disabled_at` integer,
 	`key_digest` text NOT NULL,
 	`capabilities` text NOT NULL,
 	`satellite_url` text,

@@ -1,11 +1,10 @@
-import { and, count, desc, eq, gte, inArray, isNull, lt, ne, or, sql, type SQL } from 'drizzle-orm'
+import { and, count, desc, eq, gte, inArray, isNotNull, isNull, lt, or, sql, type SQL } from 'drizzle-orm'
 import type { SatelliteMetrics } from '../../modules/satellites/reports.js'
 import type { Database, Db } from '../types.js'
 
 export type SatelliteRow = Database['t']['satellites']['$inferSelect']
-export type StoredSatelliteStatus = SatelliteRow['status']
-/** What a reader sees: the stored status, or `offline` for a reporting one gone silent. */
-export type SatelliteStatus = StoredSatelliteStatus | 'offline'
+/** What a reader sees: the stored status, `offline` for a reporting one gone silent, or `disabled`. */
+export type SatelliteStatus = SatelliteRow['status'] | 'offline' | 'disabled'
 
 /** The statuses a heartbeat sets; they turn into `offline` when heartbeats stop. */
 export const REPORTED_STATUSES = ['active', 'degraded', 'error'] as const
@@ -22,7 +21,7 @@ export interface SatelliteFilter {
 }
 
 /** What the satellite-key check needs: one indexed lookup per request. */
-export interface SatelliteKeyOwner { id: string; teamId: string | null; status: StoredSatelliteStatus }
+export interface SatelliteKeyOwner { id: string; teamId: string | null; disabledAt: Date | null }
 
 export type SatellitesRepository = ReturnType<typeof satellitesRepository>
 
@@ -32,16 +31,18 @@ export function satellitesRepository(database: Database, executor: Db = database
   const satellites = t.satellites
   // Every satellite-authenticated request runs this lookup: built once, not per request.
   const byDigest = db
-    .select({ id: satellites.id, teamId: satellites.teamId, status: satellites.status })
+    .select({ id: satellites.id, teamId: satellites.teamId, disabledAt: satellites.disabledAt })
     .from(satellites)
     .where(eq(satellites.keyDigest, sql.placeholder('digest')))
     .prepare('satellite_by_key')
 
   const silent = (since: Date): SQL => or(isNull(satellites.lastHeartbeatAt), lt(satellites.lastHeartbeatAt, since))!
+  const enabled = isNull(satellites.disabledAt)
   const hasStatus = (status: SatelliteStatus, since: Date): SQL => {
-    if (status === 'offline') return and(inArray(satellites.status, [...REPORTED_STATUSES]), silent(since))!
-    if (status === 'inactive' || status === 'disabled') return eq(satellites.status, status)
-    return and(eq(satellites.status, status), gte(satellites.lastHeartbeatAt, since))!
+    if (status === 'disabled') return isNotNull(satellites.disabledAt)
+    if (status === 'offline') return and(enabled, inArray(satellites.status, [...REPORTED_STATUSES]), silent(since))!
+    if (status === 'inactive') return and(enabled, eq(satellites.status, status))!
+    return and(enabled, eq(satellites.status, status), gte(satellites.lastHeartbeatAt, since))!
   }
 
   return {
@@ -73,7 +74,7 @@ export function satellitesRepository(database: Database, executor: Db = database
       const [row] = await db
         .update(satellites)
         .set({ ...patch, status: 'inactive' })
-        .where(and(eq(satellites.id, id), ne(satellites.status, 'disabled')))
+        .where(and(eq(satellites.id, id), enabled))
         .returning()
       return row ?? null
     },
@@ -86,13 +87,14 @@ export function satellitesRepository(database: Database, executor: Db = database
           status: report.status, systemMetrics: report.metrics, lastHeartbeatAt: report.now, updatedAt: report.now,
           ...(report.version === undefined ? {} : { version: report.version }),
         })
-        .where(and(eq(satellites.id, id), ne(satellites.status, 'disabled')))
+        .where(and(eq(satellites.id, id), enabled))
         .returning()
       return row ?? null
     },
 
-    async setStatus(id: string, status: StoredSatelliteStatus, now: Date): Promise<SatelliteRow | null> {
-      const [row] = await db.update(satellites).set({ status, updatedAt: now }).where(eq(satellites.id, id)).returning()
+    /** Disables (a date) or enables (null) the satellite. */
+    async setDisabled(id: string, disabledAt: Date | null, now: Date): Promise<SatelliteRow | null> {
+      const [row] = await db.update(satellites).set({ disabledAt, updatedAt: now }).where(eq(satellites.id, id)).returning()
       return row ?? null
     },
 
@@ -118,6 +120,7 @@ export function satellitesRepository(database: Database, executor: Db = database
 
 /** The status a reader sees at `silentSince` (heartbeats before it mean `offline`). */
 export function satelliteStatus(row: SatelliteRow, silentSince: Date): SatelliteStatus {
+  if (row.disabledAt !== null) return 'disabled'
   const reporting = (REPORTED_STATUSES as readonly string[]).includes(row.status)
   if (reporting && (row.lastHeartbeatAt === null || row.lastHeartbeatAt.getTime() < silentSince.getTime())) return 'offline'
   return row.status

@@ -57,7 +57,8 @@ export const satelliteRoutes: FastifyPluginAsyncTypebox = async (app) => {
     schema: {
       tags, summary: 'Disable or enable a satellite',
       description: '`disabled`: its key is refused (403 SATELLITE_DISABLED) from the next request on. `active`: enabled again; ' +
-        'it shows `offline` until its next heartbeat (`inactive` if it never sent one). Setting the status it has already changes nothing.',
+        'it then shows what its heartbeats said (the last one\'s status while under 90 s old, then `offline`; `inactive` if it never sent one). ' +
+        'Setting the status it has already changes nothing.',
       params: IdParams, body: UpdateSatelliteBody, response: { 200: SatelliteEnvelope },
     },
   }, async (request) => {

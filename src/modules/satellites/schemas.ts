@@ -106,6 +106,7 @@ export const SatelliteView = Type.Object({
   system_metrics: Nullable(SystemMetrics),
   version: Nullable(Type.String()),
   last_heartbeat_at: Nullable(Type.String({ format: 'date-time' })),
+  disabled_at: Nullable(Type.String({ format: 'date-time', description: 'Since when an admin has it disabled.' })),
   registered_at: Timestamp,
   created_at: Timestamp,
   updated_at: Timestamp,

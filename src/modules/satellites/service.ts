@@ -63,11 +63,11 @@ export class SatelliteService {
           if (existing.satelliteType !== token.scope || existing.teamId !== token.teamId) {
             throw errors.conflict('SATELLITE_NAME_TAKEN', `A satellite named "${input.name}" belongs to another ${existing.satelliteType === 'team' ? 'team' : 'scope'}; choose another name.`)
           }
-          if (existing.status === 'disabled') throw errors.conflict('SATELLITE_DISABLED', `The satellite "${input.name}" is disabled; an administrator must enable it before it can register again.`)
+          if (existing.disabledAt !== null) throw errors.conflict('SATELLITE_DISABLED', `The satellite "${input.name}" is disabled; an administrator must enable it before it can register again.`)
         }
         const row = existing === undefined
           ? await rows.insert({
-            id: newId(), name: input.name, satelliteType: token.scope, teamId: token.teamId, status: 'inactive',
+            id: newId(), name: input.name, satelliteType: token.scope, teamId: token.teamId, status: 'inactive', disabledAt: null,
             systemMetrics: null, version: null, lastHeartbeatAt: null, createdAt: now, ...details,
           })
           : await rows.reRegister(existing.id, details)
@@ -90,7 +90,7 @@ export class SatelliteService {
   async verifyKey(secret: string): Promise<SatelliteCaller | null> {
     if (secret.length === 0 || secret.length > MAX_KEY_SECRET_LENGTH) return null
     const owner = await this.deps.satellites.findByKeyDigest(this.deps.digest(secret))
-    return owner === undefined ? null : { kind: 'satellite', satelliteId: owner.id, teamId: owner.teamId, disabled: owner.status === 'disabled' }
+    return owner === undefined ? null : { kind: 'satellite', satelliteId: owner.id, teamId: owner.teamId, disabled: owner.disabledAt !== null }
   }
 
   async heartbeat(id: string, report: Heartbeat): Promise<SatelliteRow> {
@@ -115,8 +115,9 @@ export class SatelliteService {
   }
 
   /**
-   * `disabled` refuses its key at once; `active` enables it again (shown `offline` until its next
-   * heartbeat, or `inactive` if it never sent one).
+   * `disabled` refuses its key at once; `active` enables it again. Its stored status is left alone
+   * either way, so once enabled it shows what its heartbeats said: the last one's status while it
+   * is under 90 s old, then `offline` (or `inactive` if it never sent one).
    */
   async setStatus(id: string, status: 'disabled' | 'active', actor: SatelliteActor): Promise<SatelliteRow> {
     const { database, satellites, audit } = this.deps
@@ -124,9 +125,8 @@ export class SatelliteService {
       const current = await satellites.with(tx).find(id)
       if (current === undefined) throw errors.notFound('Satellite')
       const disabling = status === 'disabled'
-      if (disabling === (current.status === 'disabled')) return current
-      const next = disabling ? 'disabled' : current.lastHeartbeatAt === null ? 'inactive' : 'active'
-      const row = await satellites.with(tx).setStatus(id, next, this.now())
+      if (disabling === (current.disabledAt !== null)) return current
+      const row = await satellites.with(tx).setDisabled(id, disabling ? this.now() : null, this.now())
       if (row === null) throw errors.notFound('Satellite')
       await audit.record(disabling ? 'satellite.disabled' : 'satellite.enabled', { actorId: actor.userId, ip: actor.ip, target: id, details: { name: row.name } }, tx)
       return row

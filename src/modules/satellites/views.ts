@@ -32,6 +32,7 @@ export function satelliteView(row: SatelliteRow, silentSince: Date) {
     system_metrics: row.systemMetrics,
     version: row.version,
     last_heartbeat_at: iso(row.lastHeartbeatAt),
+    disabled_at: iso(row.disabledAt),
     registered_at: row.registeredAt.toISOString(),
     created_at: row.createdAt.toISOString(),
     updated_at: row.updatedAt.toISOString(),

@@ -29,8 +29,13 @@ export const satellites = sqliteTable('satellites', {
   name: text('name').notNull(),
   satelliteType: text('satellite_type', { enum: ['global', 'team'] }).notNull(),
   teamId: text('team_id').references(() => teams.id, { onDelete: 'cascade' }),
-  /** As stored; `offline` is derived when reading, from the time of the last heartbeat. */
-  status: text('status', { enum: ['inactive', 'active', 'degraded', 'error', 'disabled'] }).notNull(),
+  /**
+   * `inactive` until the first heartbeat, then what the last one reported. Readers see `offline`
+   * when that heartbeat is old, and `disabled` while `disabled_at` is set.
+   */
+  status: text('status', { enum: ['inactive', 'active', 'degraded', 'error'] }).notNull(),
+  /** Set while an admin has the satellite disabled: its key is refused. */
+  disabledAt: integer('disabled_at', { mode: 'timestamp_ms' }),
   /** HMAC-SHA256 of the API key's secret; the key itself is never stored. */
   keyDigest: text('key_digest').notNull(),
   capabilities: text('capabilities', { mode: 'json' }).$type<string[]>().notNull(),
