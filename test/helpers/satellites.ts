@@ -1,5 +1,8 @@
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import type { Account, Call } from './teams.js'
+import { SignJWT } from 'jose'
+import { deriveKey } from '../../src/lib/keys.js'
+import { TEST_SECRET } from './app.js'
 
 /** A registration token as POST …/registration-tokens answers it. */
 export interface CreatedToken { token: string; id: string; scope: 'global' | 'team'; team_id: string | null; expires_at: string }
@@ -55,4 +58,34 @@ export async function pair(app: FastifyInstance, token: string, name: string, ex
 /** POST /api/satellites/:id/heartbeat with an API key. */
 export function heartbeat(app: FastifyInstance, id: string, apiKey: string, payload: object = { status: 'active', system_metrics: METRICS }): Promise<LightMyRequestResponse> {
   return app.inject({ method: 'POST', url: `/api/satellites/${id}/heartbeat`, headers: { authorization: `Bearer ${apiKey}` }, payload })
+}
+
+// ---- Registration-token forgery (registration-tokens.test.ts, register.test.ts) ----
+
+/** The HS256 key registration tokens are signed with in tests: HKDF of TEST_SECRET for 'registration-jwt'. */
+export function registrationKey(): Uint8Array {
+  return new Uint8Array(deriveKey(TEST_SECRET, 'registration-jwt'))
+}
+
+/** The JWT inside `service_satellite_<scope>_<JWT>`. */
+export function jwtOf(token: string): string {
+  const match = /^service_satellite_(?:global|team)_(.+)$/.exec(token)
+  if (match === null) throw new Error(`not a registration token: ${token}`)
+  return match[1]!
+}
+
+/**
+ * Signs arbitrary claims (nothing added: pass `iss`, `aud`, `jti`, `iat`, `exp` yourself), with
+ * the service's key unless `key` is given, HS256 unless `alg` is given.
+ */
+export function signRegistrationJwt(claims: Record<string, unknown>, options: { key?: Uint8Array; alg?: string } = {}): Promise<string> {
+  return new SignJWT(claims)
+    .setProtectedHeader({ alg: options.alg ?? 'HS256', typ: 'JWT' })
+    .sign(options.key ?? registrationKey())
+}
+
+/** An unsigned JWT (`alg: none`): header and payload, empty signature. */
+export function unsignedJwt(claims: Record<string, unknown>): string {
+  const part = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url')
+  return `${part({ alg: 'none', typ: 'JWT' })}.${part(claims)}.`
 }

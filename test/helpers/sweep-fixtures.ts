@@ -26,8 +26,10 @@ const OAUTH_VALUES: Record<string, string> = {
 /**
  * The accounts a sweep acts as: the global admin (the first user), a global user who is a member
  * of the admin's sweep team, and a victim user that the admin's user operations act on (so that
- * deleting or demoting never hits the admin or the user). Credentials are checked before each
- * operation and renewed when they stopped working (see `headersFor`).
+ * deleting or demoting never hits the admin or the user); and the satellite credentials: the key
+ * of a satellite paired for the sweep (the agent, which only its own heartbeat route uses) and a
+ * global registration token (replaced by a fresh one once a registration spent it). Credentials
+ * are checked before each operation and renewed when they stopped working (see `headersFor`).
  */
 
 export interface SweepMember {
@@ -45,14 +47,14 @@ export interface SweepAccounts {
   teamId: string
   /** The admin's current access token (every scope). */
   accessToken: string
-  /** Real ids for the sweep: the sweep team, the member, the victim, a harmless setting. */
+  /** Real ids for the sweep: the sweep team, the member, the victim, a harmless setting, the satellites and a revocable token. */
   pathValue(operation: DocumentedOperation, name: string): string | undefined
   /** Values the service knows for query parameters and body fields (the OAuth client, a user to add). */
   knownValue(operation: DocumentedOperation, name: string): unknown
-  /** Real ids for valid reads: the admin's own user, the sweep team, a real setting and group. */
+  /** Real ids for valid reads: the admin's own user, the sweep team, a real setting and group, a kept satellite. */
   validPathValue(operation: DocumentedOperation, name: string): string | undefined
   headersFor(credential: Credential): Promise<Record<string, string>>
-  /** Every password, cookie value and token these accounts used, for the log test. */
+  /** Every password, cookie value and token these accounts used (satellite keys and registration tokens too), for the log test. */
   secrets(): string[]
   /** How many credential checks and renewals were made. */
   readonly checks: number
@@ -99,6 +101,36 @@ export async function sweepAccounts(app: FastifyInstance, passwords: (username: 
   const versionId: string = (await catalogue(`/api/mcp/servers/${targetServerId}/versions`, { version: '1.0.0' })).version.id
   await catalogue(`/api/mcp/servers/${keptServerId}/versions`, { version: '1.0.0' })
 
+  // Satellites: the agent presents its key on its heartbeat route; the target is what the
+  // management routes (disable, enable, delete) act on; the kept one answers the valid reads. The
+  // revocable token is what DELETE …/registration-tokens/{id} revokes. Names the register sweep
+  // (which registers its example name, `sweep`) never takes.
+  const registrationToken = async (): Promise<{ id: string; token: string }> => {
+    const response = await app.inject({ method: 'POST', url: '/api/satellites/global/registration-tokens', headers: { cookie: admin.cookie }, payload: {} })
+    if (response.statusCode !== 201) throw new Error(`registration token creation failed: ${response.statusCode} ${response.body}`)
+    const { id, token } = response.json().data as { id: string; token: string }
+    secrets.add(token)
+    secrets.add(token.replace(/^service_satellite_global_/, ''))
+    return { id, token }
+  }
+  const pairSatellite = async (name: string): Promise<{ id: string; apiKey: string }> => {
+    const { token } = await registrationToken()
+    const response = await app.inject({
+      method: 'POST', url: '/api/satellites/register', headers: { authorization: `Bearer ${token}` },
+      payload: { name, capabilities: ['sweep'], system_info: { os: 'linux', arch: 'x64', node_version: 'v20.11.0', memory_mb: 1024 } },
+    })
+    if (response.statusCode !== 201) throw new Error(`pairing ${name} failed: ${response.statusCode} ${response.body}`)
+    const { satellite, api_key: apiKey } = response.json().data as { satellite: { id: string }; api_key: string }
+    secrets.add(apiKey)
+    secrets.add(apiKey.replace(/^service_satkey_/, ''))
+    return { id: satellite.id, apiKey }
+  }
+  const agent = await pairSatellite('sweep-agent')
+  const targetSatelliteId = (await pairSatellite('sweep-target')).id
+  const keptSatelliteId = (await pairSatellite('sweep-kept')).id
+  const revocableTokenId = (await registrationToken()).id
+  let registration = await registrationToken()
+
   const issue = async () => {
     const tokens = await issueTokens(app, admin.cookie, ALL_SCOPES.join(' '))
     secrets.add(tokens.access_token)
@@ -122,12 +154,53 @@ export async function sweepAccounts(app: FastifyInstance, passwords: (username: 
     return cookie
   }
 
+  /** A heartbeat with the agent's key: the check of the satellite credential (a 200 records nothing the sweep reads). */
+  const beat = async () => {
+    checks++
+    return app.inject({
+      method: 'POST', url: `/api/satellites/${agent.id}/heartbeat`, headers: { authorization: `Bearer ${agent.apiKey}` },
+      payload: { status: 'active', system_metrics: { cpu_usage_percent: 1, memory_usage_mb: 64 } },
+    })
+  }
+  /** The agent's key, working: enabled again if something disabled it, paired again if it was replaced or deleted. */
+  const liveSatelliteKey = async () => {
+    const answer = await beat()
+    if (answer.statusCode === 200) return agent.apiKey
+    if (answer.statusCode === 403 && answer.json().code === 'SATELLITE_DISABLED') {
+      const enabled = await app.inject({ method: 'PUT', url: `/api/satellites/${agent.id}`, headers: { cookie: await liveCookie(admin) }, payload: { status: 'active' } })
+      if (enabled.statusCode !== 200) throw new Error(`enabling the sweep agent failed: ${enabled.statusCode} ${enabled.body}`)
+    } else {
+      // Its id is in the cases already made: a new pairing must keep it (a re-registration does).
+      await liveCookie(admin)
+      const paired = await pairSatellite('sweep-agent')
+      if (paired.id !== agent.id) throw new Error(`the sweep agent was deleted (was ${agent.id}, paired again as ${paired.id}): ${answer.statusCode} ${answer.body}`)
+      agent.apiKey = paired.apiKey
+    }
+    const again = await beat()
+    if (again.statusCode !== 200) throw new Error(`the sweep agent's key does not work: ${again.statusCode} ${again.body}`)
+    return agent.apiKey
+  }
+  /** The registration token, unspent: a new one once a registration used it (or anything revoked it). */
+  const liveRegistrationToken = async () => {
+    checks++
+    const usable = await app.services.registrationTokens.verify(registration.token.replace(/^service_satellite_global_/, ''), 'global').then(() => true, () => false)
+    if (!usable) {
+      await liveCookie(admin)
+      registration = await registrationToken()
+    }
+    return registration.token
+  }
+
   const accounts: SweepAccounts = {
     admin, user, victim, teamId,
     get accessToken() { return accessToken },
     get checks() { return checks },
     pathValue({ path }, name) {
       if (name === 'userId') return user.id
+      if (name === 'teamId') return teamId
+      if (name === 'id' && path === '/api/satellites/{id}/heartbeat') return agent.id
+      if (name === 'id' && path.startsWith('/api/satellites/registration-tokens/')) return revocableTokenId
+      if (name === 'id' && path.startsWith('/api/satellites/')) return targetSatelliteId
       if (name === 'id' && path.startsWith('/api/admin/users/')) return victim.id
       if (name === 'id' && path.startsWith('/api/teams/')) return teamId
       if (name === 'id' && path.startsWith('/api/mcp/categories/')) return categoryId
@@ -146,6 +219,10 @@ export async function sweepAccounts(app: FastifyInstance, passwords: (username: 
     },
     validPathValue({ path }, name) {
       if (name === 'userId') return user.id
+      if (name === 'teamId') return teamId
+      if (name === 'id' && path === '/api/satellites/{id}/heartbeat') return agent.id
+      if (name === 'id' && path.startsWith('/api/satellites/registration-tokens/')) return revocableTokenId
+      if (name === 'id' && path.startsWith('/api/satellites/')) return keptSatelliteId
       if (name === 'id' && path.startsWith('/api/admin/users/')) return admin.id
       if (name === 'id' && path.startsWith('/api/teams/')) return teamId
       if (name === 'id' && path.startsWith('/api/mcp/servers/')) return keptServerId
@@ -167,6 +244,10 @@ export async function sweepAccounts(app: FastifyInstance, passwords: (username: 
             accessToken = await issue()
           }
           return bearer(accessToken)
+        case 'satellite':
+          return { authorization: `Bearer ${await liveSatelliteKey()}` }
+        case 'registration':
+          return { authorization: `Bearer ${await liveRegistrationToken()}` }
       }
     },
     secrets: () => [...secrets],

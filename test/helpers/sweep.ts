@@ -12,7 +12,18 @@ import { casesFor, type CaseOptions, type SweepCase } from './sweep-cases.js'
 
 export type { SweepCase }
 
-export type Credential = 'anonymous' | 'user' | 'admin' | 'bearer'
+/**
+ * Who a request acts as: nobody, a global user's or the global admin's session, the admin's OAuth
+ * access token, a satellite's API key, or a registration token (single use: see `SINGLE_USE`).
+ */
+export type Credential = 'anonymous' | 'user' | 'admin' | 'bearer' | 'satellite' | 'registration'
+
+/**
+ * Credentials that a successful request spends: a registration token pairs one satellite, once.
+ * The runner asks for them afresh after each 2xx, so the cases after a success still reach the
+ * validation behind the credential check instead of a 401 for a spent token.
+ */
+export const SINGLE_USE: ReadonlySet<Credential> = new Set<Credential>(['registration'])
 
 export interface SweepFailure {
   operation: string
@@ -48,6 +59,8 @@ export function credentialsFor({ operation }: DocumentedOperation): Credential[]
     'anonymous',
     ...(schemes.has('cookieAuth') ? (['user', 'admin'] as const) : []),
     ...(schemes.has('bearerAuth') ? (['bearer'] as const) : []),
+    ...(schemes.has('satelliteKey') ? (['satellite'] as const) : []),
+    ...(schemes.has('registrationToken') ? (['registration'] as const) : []),
   ]
 }
 
@@ -105,7 +118,7 @@ export async function runSweep(app: FastifyInstance, document: OpenApiDocument, 
   for (const documented of sweepOrder(operations)) {
     const cases = casesFor(document, documented, options)
     for (const credential of credentialsFor(documented)) {
-      const presented = await options.headersFor(credential)
+      let presented = await options.headersFor(credential)
       for (const testCase of cases) {
         if (options.select !== undefined && !options.select(documented, testCase, credential)) continue
         const response = await app.inject({
@@ -116,6 +129,7 @@ export async function runSweep(app: FastifyInstance, document: OpenApiDocument, 
         })
         result.requests++
         result.statuses[response.statusCode] = (result.statuses[response.statusCode] ?? 0) + 1
+        if (SINGLE_USE.has(credential) && response.statusCode >= 200 && response.statusCode < 300) presented = await options.headersFor(credential)
         const problems = problemsOf(documented, response)
         if (options.validate !== undefined && response.statusCode < 300 && isJson(response) && problems.length === 0) {
           const errors = options.validate(documented, response.statusCode, JSON.parse(response.body))

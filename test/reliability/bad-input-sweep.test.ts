@@ -16,8 +16,10 @@ import { credentialsFor, describeFailures, isJson, problemsOf, runSweep } from '
  * conventions"). The cases are generated from the served OpenAPI document, so a route added
  * later is swept without editing this file.
  *
- * Credentials: the sweep acts as nobody, a global user, the global admin and the admin's bearer
- * token, as each operation's `security` admits. Some operations could end a credential (logout,
+ * Credentials: the sweep acts as nobody, a global user, the global admin, the admin's bearer
+ * token, a paired satellite's API key and a registration token, as each operation's `security`
+ * admits (a registration token is single use: a fresh one follows each successful registration,
+ * so the cases after it still reach validation). Some operations could end a credential (logout,
  * a role change, deleting a user or team), so before each operation every credential is checked
  * with one cheap request and renewed by a new login or token when it stopped working; the
  * admin's user operations target a separate victim account, and DELETE operations run last so

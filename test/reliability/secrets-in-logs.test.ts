@@ -20,10 +20,9 @@ import { runSweep } from '../helpers/sweep.js'
  * Secrets never reach the log, even at LOG_LEVEL=trace: every line the app writes while the
  * bad-input sweep, the account and mail flows and the OAuth flows run is captured, and no
  * password, session cookie, token, code, PKCE verifier, CSRF token, mailed link token, SMTP or
- * provider secret, encryption secret or Argon2 hash the test saw may appear in it.
- *
- * Satellites do not exist yet: when they land, their registration tokens and API keys join the
- * flows (and the collected secrets) of this file.
+ * provider secret, encryption secret, satellite registration token or satellite API key, or Argon2
+ * hash the test saw may appear in it. Registration tokens and API keys are kept whole and without
+ * their prefix (the JWT, the key's secret), so a log line holding either part is caught.
  */
 
 const secretText = (label: string) => `${label}${randomBytes(12).toString('hex')}`
@@ -178,6 +177,50 @@ describe.each(DIALECTS)('secrets never logged on %s', (dialect) => {
     expectStatus(browserTokens, 200, 'code exchange (JSON)')
     keepTokens(browserTokens.json(), 'browser')
 
+    // Satellites: registration tokens (global and team), pairing, heartbeats, a re-registration
+    // that replaces the key, a replayed token, a revoked one, a disabled satellite, a forged key.
+    const keepRegistration = (response: LightMyRequestResponse, step: string) => {
+      expectStatus(response, 201, step)
+      const { id, token } = response.json().data as { id: string; token: string }
+      keep(`registration token (${step})`, token)
+      keep(`registration JWT (${step})`, token.replace(/^service_satellite_(global|team)_/, ''))
+      return { id, token }
+    }
+    const keepKey = (response: LightMyRequestResponse, step: string) => {
+      expectStatus(response, 201, step)
+      const { satellite, api_key: apiKey } = response.json().data as { satellite: { id: string }; api_key: string }
+      keep(`satellite API key (${step})`, apiKey)
+      keep(`satellite key secret (${step})`, apiKey.replace(/^service_satkey_/, ''))
+      return { id: satellite.id, apiKey }
+    }
+    const newToken = async (url: string, step: string) => keepRegistration(await inject({ method: 'POST', url, headers: admin, payload: { expires_in_hours: 2 } }), step)
+    const registerSatellite = (token: string, name: string) => inject({
+      method: 'POST', url: '/api/satellites/register', headers: { authorization: `Bearer ${token}` },
+      payload: { name, capabilities: ['logs'], satellite_url: 'https://satellite.example.com', system_info: { os: 'linux', arch: 'arm64', node_version: 'v22.1.0', memory_mb: 2048 } },
+    })
+    const beat = (id: string, apiKey: string) => inject({
+      method: 'POST', url: `/api/satellites/${id}/heartbeat`, headers: { authorization: `Bearer ${apiKey}` },
+      payload: { status: 'active', system_metrics: { cpu_usage_percent: 7, memory_usage_mb: 300, uptime_seconds: 12 }, version: '1.2.3' },
+    })
+    const globalToken = await newToken('/api/satellites/global/registration-tokens', 'global')
+    const logged = keepKey(await registerSatellite(globalToken.token, 'log-satellite'), 'register')
+    expectStatus(await beat(logged.id, logged.apiKey), 200, 'heartbeat')
+    expectStatus(await registerSatellite(globalToken.token, 'log-satellite-replay'), 401, 'registration token replay')
+    const teamUrl = `/api/teams/${accounts.teamId}/satellites/registration-tokens`
+    const teamSatellite = keepKey(await registerSatellite((await newToken(teamUrl, 'team')).token, 'log-team-satellite'), 'team register')
+    const reRegistered = keepKey(await registerSatellite((await newToken(teamUrl, 'team, again')).token, 'log-team-satellite'), 're-register')
+    expect(reRegistered.id).toBe(teamSatellite.id)
+    expectStatus(await beat(teamSatellite.id, teamSatellite.apiKey), 401, 'replaced key')
+    expectStatus(await beat(reRegistered.id, reRegistered.apiKey), 200, 'heartbeat with the new key')
+    const revoked = await newToken('/api/satellites/global/registration-tokens', 'revoked')
+    expectStatus(await inject({ method: 'DELETE', url: `/api/satellites/registration-tokens/${revoked.id}`, headers: admin }), 200, 'revoke')
+    expectStatus(await registerSatellite(revoked.token, 'log-satellite-revoked'), 401, 'revoked token')
+    expectStatus(await inject({ method: 'PUT', url: `/api/satellites/${logged.id}`, headers: admin, payload: { status: 'disabled' } }), 200, 'disable')
+    expectStatus(await beat(logged.id, logged.apiKey), 403, 'disabled satellite')
+    expectStatus(await beat(logged.id, keep('forged satellite key', `service_satkey_${randomBytes(32).toString('base64url')}`)), 401, 'forged key')
+    expectStatus(await inject({ method: 'GET', url: '/api/satellites/registration-tokens', headers: admin }), 200, 'token list')
+    expectStatus(await inject({ method: 'GET', url: `/api/satellites/${logged.id}`, headers: admin }), 200, 'satellite')
+
     // The bad-input sweep, with every credential that carries a secret (anonymous calls of
     // protected routes carry none and are left out to keep the time bounded).
     await inject({ method: 'PUT', url: '/api/settings/global.require_email_verification', headers: admin, payload: { value: false } })
@@ -189,7 +232,7 @@ describe.each(DIALECTS)('secrets never logged on %s', (dialect) => {
       select: (operation, _case, credential) => credential !== 'anonymous' || (operation.operation.security ?? []).length === 0,
     })
     expect(swept.requests).toBeGreaterThan(1000)
-    for (const value of accounts.secrets()) keep('sweep account password, cookie or token', value)
+    for (const value of accounts.secrets()) keep('sweep account password, cookie, token, satellite key or registration token', value)
 
     // Every Argon2 hash the flows stored.
     const hashes = await rawRows(app.services.database, sql`select username, password_hash from users where password_hash is not null`)
@@ -199,8 +242,10 @@ describe.each(DIALECTS)('secrets never logged on %s', (dialect) => {
       keep(`Argon2 digest of ${String(username)}`, String(hash).split('$').pop())
     }
 
-    // Passwords, cookies, tokens, codes, verifiers, CSRF and link tokens, settings secrets, hashes.
-    expect(secrets.size).toBeGreaterThanOrEqual(30)
+    // Passwords, cookies, tokens, codes, verifiers, CSRF and link tokens, settings secrets,
+    // registration tokens and satellite keys, hashes.
+    expect(secrets.size).toBeGreaterThanOrEqual(50)
+    expect([...secrets.values()].filter((label) => /registration|satellite/.test(label)).length).toBeGreaterThanOrEqual(15)
     const text = logs.text()
     console.info(`[${dialect}] secrets in logs: ${swept.requests} sweep requests, ${logs.lines.length} log lines, ${secrets.size} secrets checked`)
     // The capture saw these flows: the token endpoint's requests were logged.

@@ -473,6 +473,94 @@ describe('two server processes on one PostgreSQL database and one Redis behave a
     }
   })
 
+  describe('satellites across the instances', () => {
+    // Registrations share one per-IP budget in Redis (10 a minute): these tests send 7.
+    const SYSTEM_INFO = { os: 'linux', arch: 'x64', node_version: 'v20.11.0', memory_mb: 2048 }
+    const METRICS = { cpu_usage_percent: 3.5, memory_usage_mb: 256, uptime_seconds: 60 }
+
+    async function tokenOn(instance: Instance): Promise<{ id: string; token: string }> {
+      const answer = await call(instance, 'POST', '/api/satellites/global/registration-tokens', { cookie: admin.cookie, body: {} })
+      expect(answer.status, `${instance.name}: ${answer.text}`).toBe(201)
+      expect(answer.json.data.token).toMatch(/^service_satellite_global_/)
+      return answer.json.data
+    }
+    const registerOnInstance = (instance: Instance, token: string, name: string) =>
+      call(instance, 'POST', '/api/satellites/register', { bearer: token, body: { name, system_info: SYSTEM_INFO } })
+    const heartbeatOn = (instance: Instance, id: string, apiKey: string) =>
+      call(instance, 'POST', `/api/satellites/${id}/heartbeat`, { bearer: apiKey, body: { status: 'active', system_metrics: METRICS } })
+    /** The token as the list on `instance` shows it. */
+    async function listedToken(instance: Instance, id: string): Promise<{ status: string; used_by_satellite_id: string | null } | undefined> {
+      const answer = await call(instance, 'GET', '/api/satellites/registration-tokens?limit=100', { cookie: admin.cookie })
+      expect(answer.status, answer.text).toBe(200)
+      return answer.json.data.tokens.find((token: { id: string }) => token.id === id)
+    }
+
+    for (const [made, spent] of [['A', 'B'], ['B', 'A']] as const) {
+      it(`a registration token made on ${made} and spent on ${spent} is refused on ${made} (401, used)`, async () => {
+        const [maker, spender] = made === 'A' ? [a, b] : [b, a]
+        const { id, token } = await tokenOn(maker)
+        const name = `twin-spent-on-${spent.toLowerCase()}`
+        const registered = await registerOnInstance(spender, token, name)
+        expect(registered.status, registered.text).toBe(201)
+        expect(registered.json.data.api_key).toMatch(/^service_satkey_/)
+        const satelliteId = registered.json.data.satellite.id
+
+        const replay = await registerOnInstance(maker, token, `${name}-again`)
+        expect(replay.status, replay.text).toBe(401)
+        expect(replay.json).toMatchObject({ success: false, code: 'INVALID_REGISTRATION_TOKEN', details: { reason: 'used' } })
+        for (const instance of [a, b]) {
+          expect(await listedToken(instance, id), instance.name).toMatchObject({ status: 'used', used_by_satellite_id: satelliteId })
+        }
+        const listed = await call(maker, 'GET', '/api/satellites?limit=100', { cookie: admin.cookie })
+        expect(listed.json.data.satellites.map((satellite: { name: string }) => satellite.name)).toContain(name)
+        expect(listed.json.data.satellites.map((satellite: { name: string }) => satellite.name)).not.toContain(`${name}-again`)
+      })
+    }
+
+    it('a key issued on A heartbeats on B; disabled on A it is refused on B at once (403 SATELLITE_DISABLED); enabled on B it works on A', async () => {
+      const { token } = await tokenOn(a)
+      const registered = await registerOnInstance(a, token, 'twin-heartbeat')
+      expect(registered.status, registered.text).toBe(201)
+      const { satellite: { id }, api_key: apiKey } = registered.json.data
+
+      const beat = await heartbeatOn(b, id, apiKey)
+      expect(beat.status, beat.text).toBe(200)
+      expect(beat.json.data.satellite).toMatchObject({ id, status: 'active' })
+      const seen = await call(a, 'GET', `/api/satellites/${id}`, { cookie: admin.cookie })
+      expect(seen.json.data.satellite).toMatchObject({ status: 'active', system_metrics: METRICS })
+      expect(seen.json.data.satellite.last_heartbeat_at).toBe(beat.json.data.satellite.last_heartbeat_at)
+
+      const disabled = await call(a, 'PUT', `/api/satellites/${id}`, { cookie: admin.cookie, body: { status: 'disabled' } })
+      expect(disabled.status, disabled.text).toBe(200)
+      const refused = await heartbeatOn(b, id, apiKey)
+      expect(refused.status, refused.text).toBe(403)
+      expect(refused.json.code).toBe('SATELLITE_DISABLED')
+      expect((await heartbeatOn(a, id, apiKey)).json.code).toBe('SATELLITE_DISABLED')
+
+      const enabled = await call(b, 'PUT', `/api/satellites/${id}`, { cookie: admin.cookie, body: { status: 'active' } })
+      expect(enabled.status, enabled.text).toBe(200)
+      const back = await heartbeatOn(a, id, apiKey)
+      expect(back.status, back.text).toBe(200)
+    })
+
+    it('one registration token fired at A and B at once: exactly one 201, the other 401 (used)', async () => {
+      const { id, token } = await tokenOn(b)
+      const answers = await Promise.all([registerOnInstance(a, token, 'twin-race-a'), registerOnInstance(b, token, 'twin-race-b')])
+      const texts = answers.map((answer) => `${answer.status} ${answer.text}`).join('\n')
+      expect(answers.map((answer) => answer.status).sort(), texts).toEqual([201, 401])
+      const winner = answers.find((answer) => answer.status === 201)!
+      const loser = answers.find((answer) => answer.status === 401)!
+      expect(loser.json, texts).toMatchObject({ code: 'INVALID_REGISTRATION_TOKEN', details: { reason: 'used' } })
+      const satelliteId = winner.json.data.satellite.id
+      expect(await listedToken(a, id)).toMatchObject({ status: 'used', used_by_satellite_id: satelliteId })
+
+      const names = (await call(a, 'GET', '/api/satellites?limit=100', { cookie: admin.cookie })).json.data.satellites
+        .map((satellite: { name: string }) => satellite.name).filter((name: string) => name.startsWith('twin-race-'))
+      expect(names).toEqual([winner.json.data.satellite.name])
+      expect((await heartbeatOn(answers.indexOf(winner) === 0 ? b : a, satelliteId, winner.json.data.api_key)).status).toBe(200)
+    })
+  })
+
   it(`a settings change on A is seen by B within ${SETTINGS_BOUND_MS} ms`, async () => {
     const fay = await registerOn(b, 'twin_fay')
     const meOnB = () => call(b, 'GET', '/api/users/me', { cookie: fay.cookie })
