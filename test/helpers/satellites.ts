@@ -1,5 +1,6 @@
+import { expect } from 'vitest'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
-import type { Account, Call } from './teams.js'
+import { ROOMY_LIMITS, type Account, type Call } from './teams.js'
 import { SignJWT } from 'jose'
 import { deriveKey } from '../../src/lib/keys.js'
 import { TEST_SECRET } from './app.js'
@@ -88,4 +89,30 @@ export function signRegistrationJwt(claims: Record<string, unknown>, options: { 
 export function unsignedJwt(claims: Record<string, unknown>): string {
   const part = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url')
   return `${part({ alg: 'none', typ: 'JWT' })}.${part(claims)}.`
+}
+
+/** Roomy limits for files that register users and satellites by the dozen (the limits stay on). */
+export const SATELLITE_LIMITS = { ...ROOMY_LIMITS, satelliteRegistration: { max: 10_000, windowMs: 60_000 } }
+
+export type RefusalReason =
+  | 'malformed' | 'bad_signature' | 'algorithm_not_allowed' | 'wrong_issuer' | 'wrong_audience'
+  | 'invalid_claims' | 'scope_mismatch' | 'expired' | 'unknown' | 'used' | 'revoked'
+
+/** 401 INVALID_REGISTRATION_TOKEN with that reason (or one of those) and the bearer challenge. */
+export function expectRefused(response: LightMyRequestResponse, reason: RefusalReason | RefusalReason[]): void {
+  expect(response.statusCode, response.body).toBe(401)
+  const body = response.json()
+  expect(body).toMatchObject({ success: false, code: 'INVALID_REGISTRATION_TOKEN' })
+  if (Array.isArray(reason)) expect(reason).toContain(body.details?.reason)
+  else expect(body.details).toEqual({ reason })
+  expect(response.headers['www-authenticate']).toBe('Bearer error="invalid_token"')
+}
+
+/** 400 VALIDATION_ERROR with at least one field named. */
+export function expectValidationError(response: LightMyRequestResponse): void {
+  expect(response.statusCode, response.body).toBe(400)
+  const body = response.json()
+  expect(body).toMatchObject({ success: false, code: 'VALIDATION_ERROR' })
+  expect(Array.isArray(body.details)).toBe(true)
+  expect(body.details.length).toBeGreaterThan(0)
 }

@@ -6,7 +6,7 @@ import { createTestContext, type TestContext } from '../helpers/app.js'
 import { manualClock } from '../helpers/clock.js'
 import { DIALECTS } from '../helpers/database.js'
 import { CLI_CLIENT_ID, introspect, issueTokens } from '../helpers/oauth.js'
-import { createToken, heartbeat, METRICS, pair, type Paired, type SatelliteBody } from '../helpers/satellites.js'
+import { createToken, expectValidationError, heartbeat, METRICS, pair, type Paired, type SatelliteBody } from '../helpers/satellites.js'
 import { rawRows } from '../helpers/sql.js'
 import { client, ROOMY_LIMITS, signUp, type Account, type Call } from '../helpers/teams.js'
 
@@ -15,15 +15,6 @@ const LIMITS = {
   ...ROOMY_LIMITS,
   satelliteRegistration: { max: 10_000, windowMs: 60_000 },
   token: { max: 10_000, windowMs: 60_000 },
-}
-
-/** The field names of a 400 VALIDATION_ERROR answer. */
-function expectValidationError(response: LightMyRequestResponse): void {
-  expect(response.statusCode, response.body).toBe(400)
-  const body = response.json()
-  expect(body).toMatchObject({ success: false, code: 'VALIDATION_ERROR' })
-  expect(Array.isArray(body.details)).toBe(true)
-  expect(body.details.length).toBeGreaterThan(0)
 }
 
 function expectUnauthorized(response: LightMyRequestResponse): void {

@@ -4,26 +4,20 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createTestContext, type TestContext } from '../helpers/app.js'
 import { manualClock } from '../helpers/clock.js'
 import { DIALECTS } from '../helpers/database.js'
-import { createToken, heartbeat, METRICS, pair, SYSTEM_INFO, type Paired, type SatelliteBody } from '../helpers/satellites.js'
+import {
+  createToken, expectValidationError, heartbeat, METRICS, pair, SATELLITE_LIMITS, SYSTEM_INFO, type Paired, type SatelliteBody,
+} from '../helpers/satellites.js'
 import { rawRows } from '../helpers/sql.js'
-import { addMember, client, createTeam, ROOMY_LIMITS, signUp, type Account, type Call, type TeamBody } from '../helpers/teams.js'
+import { addMember, client, createTeam, signUp, type Account, type Call, type TeamBody } from '../helpers/teams.js'
 
 interface AuditEvent { id: string; type: string; actor_id: string | null; target: string | null; details: Record<string, unknown> }
 
 const SECOND = 1_000
-const LIMITS = { ...ROOMY_LIMITS, satelliteRegistration: { max: 10_000, windowMs: 60_000 } }
 const UNKNOWN_ID = 'no-such-satellite-id'
 const SATELLITE_FIELDS = [
   'capabilities', 'created_at', 'disabled_at', 'id', 'last_heartbeat_at', 'name', 'registered_at', 'satellite_type', 'satellite_url', 'status',
   'system_info', 'system_metrics', 'team_id', 'updated_at', 'version',
 ]
-
-function expectValidationError(response: LightMyRequestResponse): void {
-  expect(response.statusCode, response.body).toBe(400)
-  const body = response.json()
-  expect(body).toMatchObject({ success: false, code: 'VALIDATION_ERROR' })
-  expect(Array.isArray(body.details)).toBe(true)
-}
 
 function expectNotFound(response: LightMyRequestResponse): void {
   expect(response.statusCode, response.body).toBe(404)
@@ -92,7 +86,7 @@ describe.each(DIALECTS)('satellite management on %s', (dialect) => {
 
   beforeAll(async () => {
     ctx = await createTestContext(dialect)
-    app = (await ctx.build({ clock, limits: LIMITS })).app
+    app = (await ctx.build({ clock, limits: SATELLITE_LIMITS })).app
     call = client(app)
     admin = await signUp(app, `mgmt_admin_${dialect}`)
     user = await freshUser()

@@ -9,39 +9,19 @@ import { DIALECTS } from '../helpers/database.js'
 import { issueTokens } from '../helpers/oauth.js'
 import { expectOutcome, fire, warmUp } from '../helpers/races.js'
 import {
-  createToken, heartbeat, jwtOf, pair, registerWith, signRegistrationJwt, SYSTEM_INFO, unsignedJwt,
-  type CreatedToken,
+  createToken, expectRefused, expectValidationError, heartbeat, jwtOf, pair, registerWith, SATELLITE_LIMITS, signRegistrationJwt, SYSTEM_INFO,
+  unsignedJwt, type CreatedToken,
 } from '../helpers/satellites.js'
 import { rawRows } from '../helpers/sql.js'
-import { client, createTeam, ROOMY_LIMITS, signUp, type Account, type Call } from '../helpers/teams.js'
+import { client, createTeam, signUp, type Account, type Call } from '../helpers/teams.js'
 
 const ISSUER = 'http://localhost:3000'
 const AUDIENCE = 'satellite-registration'
 const TOKENS = '/api/satellites/registration-tokens'
-/** Every limit roomy: this file registers users and satellites by the dozen. */
-const LIMITS = { ...ROOMY_LIMITS, satelliteRegistration: { max: 10_000, windowMs: 60_000 } }
-
-type Reason =
-  | 'malformed' | 'bad_signature' | 'algorithm_not_allowed' | 'wrong_issuer' | 'wrong_audience'
-  | 'invalid_claims' | 'scope_mismatch' | 'expired' | 'unknown' | 'used' | 'revoked'
 
 function expectUnauthorized(response: LightMyRequestResponse): void {
   expect(response.statusCode, response.body).toBe(401)
   expect(response.json()).toMatchObject({ success: false, code: 'UNAUTHORIZED' })
-}
-
-function expectRefused(response: LightMyRequestResponse, reason: Reason | Reason[]): void {
-  expect(response.statusCode, response.body).toBe(401)
-  const body = response.json()
-  expect(body).toMatchObject({ success: false, code: 'INVALID_REGISTRATION_TOKEN' })
-  if (Array.isArray(reason)) expect(reason).toContain(body.details?.reason)
-  else expect(body.details).toEqual({ reason })
-  expect(response.headers['www-authenticate']).toBe('Bearer error="invalid_token"')
-}
-
-function expectValidationError(response: LightMyRequestResponse): void {
-  expect(response.statusCode, response.body).toBe(400)
-  expect(response.json()).toMatchObject({ success: false, code: 'VALIDATION_ERROR' })
 }
 
 describe.each(DIALECTS)('POST /api/satellites/register: who may register, on %s', (dialect) => {
@@ -76,7 +56,7 @@ describe.each(DIALECTS)('POST /api/satellites/register: who may register, on %s'
 
   beforeAll(async () => {
     ctx = await createTestContext(dialect)
-    app = (await ctx.build({ clock, limits: LIMITS })).app
+    app = (await ctx.build({ clock, limits: SATELLITE_LIMITS })).app
     call = client(app)
     admin = await signUp(app, 'reg_admin')
     adminA = await signUp(app, 'reg_admin_a')

@@ -5,8 +5,7 @@ import { createTestContext, type TestContext } from '../helpers/app.js'
 import { manualClock } from '../helpers/clock.js'
 import { DIALECTS } from '../helpers/database.js'
 import {
-  createToken, heartbeat, jwtOf, pair, registerWith, SYSTEM_INFO,
-  type SatelliteBody,
+  createToken, expectRefused, expectValidationError, heartbeat, jwtOf, pair, registerWith, SATELLITE_LIMITS, SYSTEM_INFO, type SatelliteBody,
 } from '../helpers/satellites.js'
 import { rawRows } from '../helpers/sql.js'
 import { client, createTeam, ROOMY_LIMITS, signUp, type Account, type Call } from '../helpers/teams.js'
@@ -15,26 +14,6 @@ interface AuditEvent { id: string; type: string; actor_id: string | null; target
 
 const API_KEY = /^service_satkey_[A-Za-z0-9_-]{43}$/
 const TOKENS = '/api/satellites/registration-tokens'
-/** Every limit roomy: this file registers users and satellites by the dozen. */
-const LIMITS = { ...ROOMY_LIMITS, satelliteRegistration: { max: 10_000, windowMs: 60_000 } }
-
-type Reason =
-  | 'malformed' | 'bad_signature' | 'algorithm_not_allowed' | 'wrong_issuer' | 'wrong_audience'
-  | 'invalid_claims' | 'scope_mismatch' | 'expired' | 'unknown' | 'used' | 'revoked'
-
-function expectRefused(response: LightMyRequestResponse, reason: Reason | Reason[]): void {
-  expect(response.statusCode, response.body).toBe(401)
-  const body = response.json()
-  expect(body).toMatchObject({ success: false, code: 'INVALID_REGISTRATION_TOKEN' })
-  if (Array.isArray(reason)) expect(reason).toContain(body.details?.reason)
-  else expect(body.details).toEqual({ reason })
-  expect(response.headers['www-authenticate']).toBe('Bearer error="invalid_token"')
-}
-
-function expectValidationError(response: LightMyRequestResponse): void {
-  expect(response.statusCode, response.body).toBe(400)
-  expect(response.json()).toMatchObject({ success: false, code: 'VALIDATION_ERROR' })
-}
 
 function expectConflict(response: LightMyRequestResponse, code: string): void {
   expect(response.statusCode, response.body).toBe(409)
@@ -81,7 +60,7 @@ describe.each(DIALECTS)('POST /api/satellites/register: bodies, names and limits
   beforeAll(async () => {
     // SQLite in a file: the rate-limit test builds a second app that must share the database.
     ctx = await createTestContext(dialect, { file: true })
-    app = (await ctx.build({ clock, limits: LIMITS })).app
+    app = (await ctx.build({ clock, limits: SATELLITE_LIMITS })).app
     call = client(app)
     admin = await signUp(app, 'reg_admin')
     adminA = await signUp(app, 'reg_admin_a')

@@ -6,8 +6,10 @@ import { createTestContext, type TestContext } from '../helpers/app.js'
 import { manualClock } from '../helpers/clock.js'
 import { DIALECTS } from '../helpers/database.js'
 import { rawRows } from '../helpers/sql.js'
-import { createToken, jwtOf, pair, registerWith, registrationKey, SYSTEM_INFO, type CreatedToken } from '../helpers/satellites.js'
-import { addMember, client, createTeam, ROOMY_LIMITS, signUp, type Account, type Call } from '../helpers/teams.js'
+import {
+  createToken, expectValidationError, jwtOf, pair, registerWith, registrationKey, SATELLITE_LIMITS, SYSTEM_INFO, type CreatedToken,
+} from '../helpers/satellites.js'
+import { addMember, client, createTeam, signUp, type Account, type Call } from '../helpers/teams.js'
 
 interface AuditEvent { id: string; type: string; actor_id: string | null; target: string | null; details: Record<string, unknown> }
 
@@ -29,14 +31,7 @@ const HOUR_MS = 3_600_000
 const GLOBAL_TOKENS = '/api/satellites/global/registration-tokens'
 const LIST = '/api/satellites/registration-tokens'
 const teamTokens = (teamId: string) => `/api/teams/${teamId}/satellites/registration-tokens`
-/** Every limit roomy: this file registers users and satellites by the dozen. */
-const LIMITS = { ...ROOMY_LIMITS, satelliteRegistration: { max: 10_000, windowMs: 60_000 } }
 const TOKEN_ITEM_KEYS = ['created_at', 'created_by', 'expires_at', 'id', 'revoked_at', 'scope', 'status', 'team_id', 'used_at', 'used_by_satellite_id']
-
-function expectValidationError(response: LightMyRequestResponse): void {
-  expect(response.statusCode, response.body).toBe(400)
-  expect(response.json()).toMatchObject({ success: false, code: 'VALIDATION_ERROR' })
-}
 
 function expectNotFound(response: LightMyRequestResponse): void {
   expect(response.statusCode, response.body).toBe(404)
@@ -97,7 +92,7 @@ describe.each(DIALECTS)('satellite registration tokens on %s', (dialect) => {
 
   beforeAll(async () => {
     ctx = await createTestContext(dialect)
-    app = (await ctx.build({ clock, limits: LIMITS })).app
+    app = (await ctx.build({ clock, limits: SATELLITE_LIMITS })).app
     call = client(app)
     admin = await signUp(app, 'rt_admin')
     adminA = await signUp(app, 'rt_admin_a')
