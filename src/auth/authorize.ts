@@ -1,13 +1,31 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { AppError, errors } from '../http/errors.js'
 import { storableText } from '../http/validation.js'
+import { resourceChallenges, type BearerChallenges } from '../oauth2/protected-resource.js'
 import type { Services } from '../services.js'
 import type { Caller, SatelliteCaller, UserCaller } from './caller.js'
 import { presentedBearer, presentedSession, SESSION_COOKIE } from './credentials-from-request.js'
 import { roleHas } from './permissions.js'
 import type { RoutePolicy } from './policies.js'
 
-const INVALID_TOKEN = 'Bearer error="invalid_token"'
+/**
+ * The satellite routes' challenges. They are not OAuth resources (satellite keys and registration
+ * tokens come from no authorization server), so they name no resource metadata.
+ */
+const PLAIN: Omit<BearerChallenges, 'insufficientScope'> = { missing: 'Bearer', invalidToken: 'Bearer error="invalid_token"' }
+
+/** The OAuth routes' challenges, built once per authorization server (i.e. per app and database). */
+const challengesByServer = new WeakMap<Services['oauth'], BearerChallenges>()
+
+function oauthChallenges(services: Services): BearerChallenges {
+  let challenges = challengesByServer.get(services.oauth)
+  if (challenges === undefined) {
+    // The issuer is PUBLIC_URL: this service is both the resource and its authorization server.
+    challenges = resourceChallenges(services.oauth.issuer)
+    challengesByServer.set(services.oauth, challenges)
+  }
+  return challenges
+}
 
 /**
  * Identify the caller with the one credential kind the route admits, then enforce
@@ -33,7 +51,7 @@ export async function authorize(request: FastifyRequest, reply: FastifyReply, ro
   if ((routePolicy.kind === 'dual' || routePolicy.kind === 'bearer') && caller.via === 'bearer' && !caller.scopes?.includes(routePolicy.scope)) {
     throw errors
       .forbidden({ required_scope: routePolicy.scope }, `Forbidden: insufficient_scope, this route needs the scope ${routePolicy.scope}.`)
-      .withHeaders({ 'www-authenticate': `Bearer error="insufficient_scope", scope="${routePolicy.scope}"` })
+      .withHeaders({ 'www-authenticate': oauthChallenges(services).insufficientScope[routePolicy.scope] })
   }
   // With login switched off, only global admins keep using their credentials.
   if (caller.role !== 'global_admin' && !(await services.settings.get('global.enable_login'))) {
@@ -60,28 +78,29 @@ async function identify(request: FastifyRequest, routePolicy: Exclude<RoutePolic
       }
       return (await verify.session(session.id)) ?? fail()
     }
+    // Dual and bearer routes are the OAuth resources (RFC 9728): their refusals name its metadata.
     case 'dual': {
-      if (bearer.kind === 'bearer') return (await verify.bearer(bearer.token)) ?? fail(INVALID_TOKEN)
-      if (bearer.kind !== 'none') fail(INVALID_TOKEN)
+      if (bearer.kind === 'bearer') return (await verify.bearer(bearer.token)) ?? fail(oauthChallenges(services).invalidToken)
+      if (bearer.kind !== 'none') fail(oauthChallenges(services).invalidToken)
       const session = presentedSession(request)
       if (session.kind === 'session') return (await verify.session(session.id)) ?? fail()
-      return fail('Bearer')
+      return fail(oauthChallenges(services).missing)
     }
     case 'bearer': {
       // A session cookie is never accepted on a bearer-only route.
-      if (bearer.kind === 'bearer') return (await verify.bearer(bearer.token)) ?? fail(INVALID_TOKEN)
-      return fail(bearer.kind === 'none' ? 'Bearer' : INVALID_TOKEN)
+      if (bearer.kind === 'bearer') return (await verify.bearer(bearer.token)) ?? fail(oauthChallenges(services).invalidToken)
+      return fail(oauthChallenges(services)[bearer.kind === 'none' ? 'missing' : 'invalidToken'])
     }
     case 'satellite': {
-      if (bearer.kind === 'satellite_key') return (await verify.satelliteKey(bearer.secret)) ?? fail(INVALID_TOKEN)
-      if (bearer.kind !== 'none' || routePolicy.orAdminSession !== true) return fail(bearer.kind === 'none' ? 'Bearer' : INVALID_TOKEN)
+      if (bearer.kind === 'satellite_key') return (await verify.satelliteKey(bearer.secret)) ?? fail(PLAIN.invalidToken)
+      if (bearer.kind !== 'none' || routePolicy.orAdminSession !== true) return fail(bearer.kind === 'none' ? PLAIN.missing : PLAIN.invalidToken)
       const session = presentedSession(request)
       if (session.kind === 'session') return (await verify.session(session.id)) ?? fail()
-      return fail('Bearer')
+      return fail(PLAIN.missing)
     }
     case 'registration_token': {
-      if (bearer.kind !== 'registration_token') return fail('Bearer')
-      return (await verify.registrationToken(bearer.token, bearer.scope)) ?? fail(INVALID_TOKEN)
+      if (bearer.kind !== 'registration_token') return fail(PLAIN.missing)
+      return (await verify.registrationToken(bearer.token, bearer.scope)) ?? fail(PLAIN.invalidToken)
     }
   }
 }

@@ -15,6 +15,8 @@ export const SESSION_RENEW_BELOW_MS = 15 * 24 * 60 * 60 * 1000
 
 export interface SessionCaller extends UserCaller {
   user: UserRow
+  /** When the session began (sign-in): `prompt=login` asks for a sign-in newer than the request. */
+  signedInAt: Date
   /** Set when this request renewed the session: the cookie is sent again. */
   renewedUntil?: Date
 }
@@ -51,7 +53,7 @@ export class SessionService {
     const found = await this.repository.findLive(this.digest(sessionId), new Date(now))
     if (found === undefined) return null
     const { session, user } = found
-    const caller: SessionCaller = { kind: 'user', via: 'session', userId: user.id, role: user.roleId, credentialId: session.id, user }
+    const caller: SessionCaller = { kind: 'user', via: 'session', userId: user.id, role: user.roleId, credentialId: session.id, user, signedInAt: session.createdAt }
     if (session.expiresAt.getTime() - now < SESSION_RENEW_BELOW_MS) {
       caller.renewedUntil = new Date(now + SESSION_LIFETIME_MS)
       await this.repository.extend(session.id, caller.renewedUntil)

@@ -18,6 +18,13 @@ declare module 'fastify' {
      * authenticates the caller, so that refused credentials count against the limit too.
      */
     limiter?: onRequestHookHandler
+    /**
+     * `ignore`: the route's top-level body or query object may admit unknown members, which the
+     * handler ignores. Only for the OAuth protocol endpoints, where RFC 6749 §3.1 and RFC 7591 §2
+     * require it; every other route refuses unknown parameters. The OpenAPI operation says so
+     * (`x-unknown-parameters: ignored`).
+     */
+    unknownParameters?: 'ignore'
     /** An OAuth protocol endpoint: every error body is RFC 6749 shaped. */
     oauthErrors?: OAuthErrorStyle
   }
@@ -40,6 +47,15 @@ function faultyPath(node: unknown, path: string, faulty: (schema: Schema) => boo
   if (schema.items !== undefined) children.push([schema.items, `${path}[]`])
   for (const [child, childPath] of children) {
     const found = faultyPath(child, childPath, faulty)
+    if (found !== null) return found
+  }
+  return null
+}
+
+/** With unknown top-level parameters ignored, the objects inside must still be closed. */
+function looseBelowTop(schema: Schema, part: string): string | null {
+  for (const [key, value] of Object.entries((schema.properties ?? {}) as Schema)) {
+    const found = faultyPath(value, `${part}.${key}`, looseObject)
     if (found !== null) return found
   }
   return null
@@ -91,8 +107,10 @@ export function installRouteGuard(app: FastifyInstance, { limiter }: { limiter: 
     if (schema.hide === true) return
     // Unknown query parameters are refused, also on routes that take none.
     schema.querystring ??= NO_QUERY
+    const ignoresUnknown = route.config.unknownParameters === 'ignore'
+    if (ignoresUnknown) schema['x-unknown-parameters'] = 'ignored'
     for (const part of ['body', 'querystring'] as const) {
-      const loose = schema[part] === undefined ? null : faultyPath(schema[part], part, looseObject)
+      const loose = schema[part] === undefined ? null : ignoresUnknown ? looseBelowTop(schema[part] as Schema, part) : faultyPath(schema[part], part, looseObject)
       if (loose !== null) {
         throw new Error(`Route ${name}: the object at ${loose} must set additionalProperties: false`)
       }

@@ -1,12 +1,16 @@
 import type { SessionCaller } from '../auth/sessions.js'
 import type { OAuthRequestRow } from '../db/repositories/oauth.js'
 import { oauthError } from '../http/errors.js'
+import { storableText } from '../http/validation.js'
 import { randomToken } from '../lib/tokens.js'
-import { findClient } from './clients.js'
+import { findClient, registeredRedirectUri } from './clients.js'
 import type { Consent } from './consent.js'
 import { clientRedirect, issuerOf, loginEnabled, nowOf, type OAuthDeps } from './deps.js'
 import { isPkceValue } from './pkce.js'
 import { formatScope, isSubset, parseScope } from './scopes.js'
+
+/** The longest `state` accepted (and so echoed). */
+const MAX_STATE_LENGTH = 1024
 
 /** A pending authorization request waits 10 minutes for sign-in and consent. */
 export const REQUEST_LIFETIME_MS = 10 * 60 * 1000
@@ -19,6 +23,7 @@ export interface AuthorizeQuery {
   state?: string
   code_challenge?: string
   code_challenge_method?: string
+  prompt?: string
 }
 
 /** GET /api/oauth2/auth (RFC 6749 §4.1.1, RFC 7636, RFC 9207). */
@@ -33,20 +38,26 @@ export class AuthorizationEndpoint {
    * Answers the Location to send the browser to. Throws — never redirects — for an unknown client
    * or an unregistered redirect URI (RFC 6749 §4.1.2.1); every other error goes back to the client.
    */
-  async authorize(query: AuthorizeQuery, session: SessionCaller | null): Promise<string> {
+  async authorize(query: AuthorizeQuery, session: SessionCaller | null, invalid?: string): Promise<string> {
     const { repository } = this.deps
-    const client = query.client_id === undefined ? null : await findClient(repository, query.client_id)
+    // Read before the query's validation failures are reported: a client_id no database can hold names no client.
+    const clientId = query.client_id
+    const client = typeof clientId === 'string' && clientId.length <= 256 && storableText(clientId) ? await findClient(repository, clientId) : null
     if (client === null) throw oauthError(400, 'invalid_request', 'Unknown or missing client_id.', 'UNKNOWN_CLIENT')
-    const redirectUri = query.redirect_uri ?? (client.redirectUris.length === 1 ? client.redirectUris[0] : undefined)
-    if (redirectUri === undefined || !client.redirectUris.includes(redirectUri)) {
+    const redirectUri = typeof query.redirect_uri === 'string'
+      ? registeredRedirectUri(client.redirectUris, query.redirect_uri)
+      : client.redirectUris.length === 1 ? client.redirectUris[0] : undefined
+    if (redirectUri === undefined) {
       throw oauthError(400, 'invalid_request', 'The redirect_uri is missing or not registered for this client.', 'INVALID_REDIRECT_URI')
     }
-    const state = query.state
+    // From here on every error goes back to the client, which is waiting for it (RFC 6749 §4.1.2.1).
+    // A state that failed validation (too long) is not reflected.
+    const state = typeof query.state === 'string' && query.state !== '' && query.state.length <= MAX_STATE_LENGTH ? query.state : undefined
     const refuse = (error: string, description: string) => clientRedirect(this.issuer, redirectUri, { error, error_description: description, state })
 
+    if (invalid !== undefined) return refuse('invalid_request', invalid)
     if (query.response_type === undefined) return refuse('invalid_request', 'response_type is required.')
     if (query.response_type !== 'code') return refuse('unsupported_response_type', 'Only response_type=code is supported.')
-    if (state === undefined || state.length === 0) return refuse('invalid_request', 'state is required.')
     if (query.code_challenge === undefined) return refuse('invalid_request', 'PKCE is required: send code_challenge and code_challenge_method=S256.')
     if (query.code_challenge_method !== 'S256') return refuse('invalid_request', 'code_challenge_method must be S256 (plain is not accepted).')
     if (!isPkceValue(query.code_challenge)) return refuse('invalid_request', 'code_challenge must be 43 to 128 characters of [A-Za-z0-9-._~].')
@@ -56,6 +67,9 @@ export class AuthorizationEndpoint {
     }
     if (!client.grantTypes.includes('authorization_code')) return refuse('unauthorized_client', 'This client may not use the authorization code grant.')
     if (!(await loginEnabled(this.deps))) return refuse('access_denied', 'Login is disabled on this service.')
+    const prompt = promptOf(query.prompt)
+    if (prompt === 'invalid') return refuse('invalid_request', 'prompt=none cannot be combined with other values.')
+    if (prompt === 'none' && session === null) return refuse('login_required', 'The user is not signed in, and prompt=none allows no sign-in page.')
 
     const now = nowOf(this.deps)
     const request: OAuthRequestRow = {
@@ -63,14 +77,33 @@ export class AuthorizationEndpoint {
       clientId: client.id,
       redirectUri,
       scope: formatScope(scopes),
-      state,
+      state: state ?? '',
       codeChallenge: query.code_challenge,
+      prompt: prompt === 'none' ? null : prompt,
       sessionId: session?.credentialId ?? null,
       expiresAt: new Date(now.getTime() + REQUEST_LIFETIME_MS),
       createdAt: now,
     }
     await repository.insertRequest(request)
     const remembered = session === null ? null : await this.consent.remembered(request, session)
-    return remembered ?? `/api/oauth2/consent?request_id=${encodeURIComponent(request.id)}`
+    if (remembered !== null) return remembered
+    if (prompt === 'none') {
+      // Nobody will ever decide this request: spend it now rather than leave it to expire.
+      if (session !== null) await repository.consumeRequest(request.id, session.credentialId, now)
+      return refuse('consent_required', 'The user has not approved these scopes for this client, and prompt=none allows no consent page.')
+    }
+    return `/api/oauth2/consent?request_id=${encodeURIComponent(request.id)}`
   }
+}
+
+/**
+ * OpenID Connect's `prompt` values that OAuth clients (the MCP SDK among them) send: `login`
+ * before `consent` when both are given, unknown values ignored, and `none` alone or not at all
+ * (OpenID Connect Core §3.1.2.1).
+ */
+function promptOf(value: string | undefined): 'none' | 'login' | 'consent' | 'invalid' | null {
+  const values = new Set((value ?? '').split(' ').filter((part) => part !== ''))
+  if (values.has('none')) return values.size === 1 ? 'none' : 'invalid'
+  if (values.has('login')) return 'login'
+  return values.has('consent') ? 'consent' : null
 }

@@ -13,6 +13,8 @@ export interface OAuthClient {
   grantTypes: readonly GrantType[]
   /** The scopes it may ask for; also its default when a request names none. */
   scopes: readonly Scope[]
+  /** Registered `client_uri` (RFC 7591 §2): its host is shown on the consent page. */
+  uri?: string
 }
 
 export const CLI_CLIENT_ID = 'service-gateway-cli'
@@ -33,6 +35,17 @@ export function clientFromRow(row: OAuthClientRow): OAuthClient {
     redirectUris: row.redirectUris.split(' '),
     grantTypes: row.grantTypes.split(' ') as GrantType[],
     scopes: parseScope(row.scope) ?? [],
+    ...(row.metadata?.client_uri === undefined ? {} : { uri: row.metadata.client_uri }),
+  }
+}
+
+/** The host of a client's `client_uri`, for the consent page. */
+export function clientHost(client: OAuthClient): string | undefined {
+  if (client.uri === undefined) return undefined
+  try {
+    return new URL(client.uri).host
+  } catch {
+    return undefined
   }
 }
 
@@ -58,4 +71,35 @@ export function acceptableRedirectUri(value: string): boolean {
   if (url.hash !== '' || value.includes('#') || url.username !== '' || url.password !== '') return false
   if (url.protocol === 'https:') return true
   return url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname)
+}
+
+/** RFC 8252 §7.3: a loopback IP literal redirect URI matches on any port (native apps pick a free one). */
+const LOOPBACK_IPS = new Set(['127.0.0.1', '[::1]'])
+
+/**
+ * The registered redirect URI that `presented` stands for, or undefined: an exact match, or for a
+ * `http://127.0.0.1` or `http://[::1]` URI the same URI on another port (not for `localhost`,
+ * which may resolve elsewhere; RFC 8252 §8.3).
+ */
+export function registeredRedirectUri(registered: readonly string[], presented: string): string | undefined {
+  if (registered.includes(presented)) return presented
+  // Never a fragment or credentials (RFC 6749 §3.1.2), whatever the port.
+  if (!acceptableRedirectUri(presented)) return undefined
+  let url: URL
+  try {
+    url = new URL(presented)
+  } catch {
+    return undefined
+  }
+  if (url.protocol !== 'http:' || !LOOPBACK_IPS.has(url.hostname)) return undefined
+  const portless = (value: URL) => `${value.protocol}//${value.hostname}${value.pathname}${value.search}`
+  const match = registered.some((candidate) => {
+    try {
+      return portless(new URL(candidate)) === portless(url)
+    } catch {
+      return false
+    }
+  })
+  // The client gets its answer at the port it is listening on.
+  return match ? presented : undefined
 }

@@ -50,7 +50,10 @@ export class Consent {
     if (request === undefined || client === null) throw errors.notFound('Authorization request')
     if (!(await loginEnabled(this.deps))) throw consentDisabled()
     const scopes = parseScope(request.scope) ?? []
-    if (session === null) return { request, client, scopes, user: null, teams: [], csrfToken: null }
+    // prompt=login: a session older than the request must sign in again (the consent page's form or the provider).
+    if (session === null || (request.prompt === 'login' && session.signedInAt.getTime() < request.createdAt.getTime())) {
+      return { request, client, scopes, user: null, teams: [], csrfToken: null }
+    }
     if (!(await repository.bindRequest(request.id, session.credentialId, nowOf(this.deps)))) throw anotherSession()
     const userTeams = await teams.forUser(session.userId)
     return {
@@ -69,6 +72,8 @@ export class Consent {
    */
   async remembered(request: OAuthRequestRow, session: SessionCaller): Promise<string | null> {
     const { repository, teams } = this.deps
+    // prompt=consent (and prompt=login) ask on the page, whatever was approved before.
+    if (request.prompt !== null) return null
     const consent = await repository.findConsent(session.userId, request.clientId)
     if (consent === undefined || !isSubset(request.scope.split(' '), consent.scope.split(' '))) return null
     const teamId = consent.teamId ?? (await teams.defaultOf(session.userId))?.id ?? null

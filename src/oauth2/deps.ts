@@ -33,10 +33,10 @@ export const nowOf = (deps: Pick<OAuthDeps, 'clock'>): Date => new Date(deps.clo
 
 export const loginEnabled = (deps: Pick<OAuthDeps, 'settings'>): Promise<boolean> => deps.settings.get('global.enable_login')
 
-/** `redirect_uri` with the answer's parameters and `iss` (RFC 9207). */
+/** `redirect_uri` with the answer's parameters and `iss` (RFC 9207); an empty value (no `state`) is left out. */
 export function clientRedirect(issuer: string, redirectUri: string, params: Record<string, string | undefined>): string {
   const url = new URL(redirectUri)
-  for (const [name, value] of Object.entries(params)) if (value !== undefined) url.searchParams.set(name, value)
+  for (const [name, value] of Object.entries(params)) if (value !== undefined && value !== '') url.searchParams.set(name, value)
   url.searchParams.set('iss', issuer)
   return url.toString()
 }

@@ -2,7 +2,11 @@ import { SCOPES } from '../auth/policies.js'
 import type { UserRow } from '../db/repositories/users.js'
 import { GRANT_TYPES } from './clients.js'
 
-/** RFC 8414 authorization server metadata. */
+/**
+ * RFC 8414 authorization server metadata, with registered values only. Introspection takes a
+ * satellite key or a global admin's session, neither an IANA-registered client authentication
+ * method, so its auth methods are not advertised (its route documentation says who may call it).
+ */
 export function serverMetadata(issuer: string) {
   const at = (path: string) => `${issuer}${path}`
   return {
@@ -20,7 +24,6 @@ export function serverMetadata(issuer: string) {
     code_challenge_methods_supported: ['S256'],
     token_endpoint_auth_methods_supported: ['none'],
     revocation_endpoint_auth_methods_supported: ['none'],
-    introspection_endpoint_auth_methods_supported: ['bearer'],
     authorization_response_iss_parameter_supported: true,
     service_documentation: at('/documentation'),
   }

@@ -84,6 +84,8 @@ ${providerHref === undefined ? '' : `<div class="actions"><a class="button" href
 export interface ConsentPage {
   clientName: string
   clientId: string
+  /** The host of the client's registered `client_uri`, if any. */
+  clientHost?: string
   requestId: string
   csrfToken: string
   username: string
@@ -91,11 +93,11 @@ export interface ConsentPage {
   teams: ReadonlyArray<{ id: string; name: string }>
 }
 
-export function consentPage({ clientName, clientId, requestId, csrfToken, username, scopes, teams }: ConsentPage): string {
+export function consentPage({ clientName, clientId, clientHost, requestId, csrfToken, username, scopes, teams }: ConsentPage): string {
   const scopeItems = scopes.map((scope) => `<li><strong>${escapeHtml(scope)}</strong>: ${escapeHtml(SCOPE_DESCRIPTIONS[scope])}</li>`).join('\n')
   const teamOptions = teams.map((team) => `<option value="${escapeHtml(team.id)}">${escapeHtml(team.name)}</option>`).join('\n')
   return layout('Authorize access', `<h1>${escapeHtml(clientName)} wants to access your account</h1>
-<p class="muted">Signed in as ${escapeHtml(username)} · client <code>${escapeHtml(clientId)}</code></p>
+${clientHost === undefined ? '' : `<p class="muted">from ${escapeHtml(clientHost)}</p>\n`}<p class="muted">Signed in as ${escapeHtml(username)} · client <code>${escapeHtml(clientId)}</code></p>
 <p>It asks to:</p>
 <ul>
 ${scopeItems}

@@ -1,12 +1,13 @@
 import { SCOPES } from '../auth/policies.js'
 import { oauthError } from '../http/errors.js'
 import { randomToken } from '../lib/tokens.js'
+import { pickClientMetadata, type ClientMetadata } from './client-metadata.js'
 import { acceptableRedirectUri, GRANT_TYPES, type GrantType } from './clients.js'
 import { nowOf, type CallContext, type OAuthDeps } from './deps.js'
 import { invalidClientMetadata } from './errors.js'
 import { formatScope, parseScope } from './scopes.js'
 
-export interface ClientRegistration {
+export interface ClientRegistration extends ClientMetadata {
   redirect_uris: string[]
   client_name?: string
   scope?: string
@@ -15,14 +16,15 @@ export interface ClientRegistration {
   token_endpoint_auth_method?: string
 }
 
-/** RFC 7591: a public, PKCE-only client. */
+/**
+ * RFC 7591: a public, PKCE-only client. Unknown metadata is ignored (§2); the standard optional
+ * metadata is stored and returned; a confidential `token_endpoint_auth_method` is answered with
+ * `none` (§3.2.1 lets the server replace values it does not support).
+ */
 export async function registerClient(deps: OAuthDeps, body: ClientRegistration, context: CallContext) {
   const badUri = body.redirect_uris.find((uri) => !acceptableRedirectUri(uri))
   if (badUri !== undefined) {
     throw oauthError(400, 'invalid_redirect_uri', `Redirect URIs must be https, or http on a loopback host, without a fragment: ${badUri}`)
-  }
-  if (body.token_endpoint_auth_method !== undefined && body.token_endpoint_auth_method !== 'none') {
-    throw invalidClientMetadata('Only public clients are registered: token_endpoint_auth_method must be none.')
   }
   if (body.response_types !== undefined && body.response_types.some((type) => type !== 'code')) {
     throw invalidClientMetadata('Only the code response type is supported.')
@@ -41,6 +43,7 @@ export async function registerClient(deps: OAuthDeps, body: ClientRegistration, 
     redirectUris: redirectUris.join(' '),
     grantTypes: grantTypes.join(' '),
     scope: formatScope(scopes),
+    metadata: pickClientMetadata(body),
     createdAt: now,
   }
   // The client and its audit event land together or not at all: no client whose id nobody received.
@@ -57,5 +60,6 @@ export async function registerClient(deps: OAuthDeps, body: ClientRegistration, 
     response_types: ['code'],
     token_endpoint_auth_method: 'none',
     scope: client.scope,
+    ...client.metadata,
   }
 }

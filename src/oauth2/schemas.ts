@@ -7,6 +7,14 @@ export const tags = ['OAuth2']
 export const Redirect = Type.Null({ description: '302 with a Location header' })
 const text = (maxLength: number, description?: string) => Type.Optional(Type.String({ maxLength, ...(description ? { description } : {}) }))
 
+/**
+ * The OAuth protocol endpoints ignore parameters and client metadata they do not know (RFC 6749
+ * §3.1 and §3.2, RFC 7591 §2): their top-level objects admit unknown members, which no handler
+ * reads, stores or echoes. Their routes declare it (`config.unknownParameters: 'ignore'`), and
+ * the route guard allows it on those routes only; known parameters are still validated here.
+ */
+const IGNORES_UNKNOWN = { additionalProperties: true } as const
+
 /** Protocol responses carry `success` next to the RFC fields. */
 export const Protocol = <T extends Parameters<typeof Type.Object>[0]>(properties: T, description?: string) =>
   Type.Object({ success: Type.Literal(true), ...properties }, description ? { description } : {})
@@ -16,10 +24,12 @@ export const AuthorizeQuery = Type.Object({
   client_id: text(256),
   redirect_uri: text(2048, 'Exactly one of the client\'s registered redirect URIs.'),
   scope: text(1024, 'Space-separated; defaults to every scope the client may ask for.'),
-  state: text(1024, 'Required; echoed in the redirect.'),
+  state: text(1024, 'Optional (PKCE protects the request, RFC 9700 §2.1.1); echoed in the redirect when sent.'),
   code_challenge: text(1024, 'BASE64URL(SHA-256(code_verifier)); 43–128 characters, else an invalid_request redirect.'),
   code_challenge_method: text(16, 'Must be `S256`; `plain` is refused.'),
-}, { additionalProperties: false })
+  prompt: text(256, '`consent`: ask even if this user approved before; `none`: never show a page (redirects `login_required` or ' +
+    '`consent_required`); `login`: sign in again even with a session. Other values are ignored.'),
+}, IGNORES_UNKNOWN)
 
 export const TokenBody = Type.Object({
   grant_type: text(64, '`authorization_code` or `refresh_token`'),
@@ -29,7 +39,7 @@ export const TokenBody = Type.Object({
   code_verifier: text(256),
   refresh_token: text(256),
   scope: text(1024, 'refresh_token grant only: may narrow the granted scope, never widen it.'),
-}, { additionalProperties: false })
+}, IGNORES_UNKNOWN)
 
 export const TokenAnswer = Protocol({
   access_token: Type.String(),
@@ -43,9 +53,9 @@ export const RevokeBody = Type.Object({
   token: text(256),
   token_type_hint: text(32, '`access_token` or `refresh_token` (a hint only).'),
   client_id: text(256),
-}, { additionalProperties: false })
+}, IGNORES_UNKNOWN)
 
-export const IntrospectBody = Type.Object({ token: text(256), token_type_hint: text(32) }, { additionalProperties: false })
+export const IntrospectBody = Type.Object({ token: text(256), token_type_hint: text(32) }, IGNORES_UNKNOWN)
 
 export const IntrospectAnswer = Protocol({
   active: Type.Boolean(),
@@ -66,6 +76,7 @@ export const ConsentDetails = Ok(Type.Object({
   request_id: Type.String(),
   client_id: Type.String(),
   client_name: Type.String(),
+  client_uri: Type.Union([Type.String(), Type.Null()], { description: "The client's registered home page, if any." }),
   scopes: Type.Array(Type.Object({ name: Type.String(), description: Type.String() })),
   teams: Type.Array(Type.Object({ id: Type.String(), name: Type.String() })),
   csrf_token: Type.Union([Type.String(), Type.Null()]),
@@ -85,14 +96,24 @@ export const ConsentLoginBody = Type.Object({
   password: Type.String({ minLength: 1, maxLength: 1024 }),
 }, { additionalProperties: false })
 
+/** A web page of the client's: http or https with a host. */
+const WebUrl = Type.String({ maxLength: 2048, format: 'uri', pattern: '^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#@]+' })
+
 export const RegisterBody = Type.Object({
   redirect_uris: Type.Array(Type.String({ minLength: 1, maxLength: 2048 }), { minItems: 1, maxItems: 10 }),
   client_name: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
   scope: text(1024),
   grant_types: Type.Optional(Type.Array(Type.String({ maxLength: 64 }), { maxItems: 5 })),
   response_types: Type.Optional(Type.Array(Type.String({ maxLength: 64 }), { maxItems: 5 })),
-  token_endpoint_auth_method: text(64, 'Only `none`: every client is public and uses PKCE.'),
-}, { additionalProperties: false })
+  token_endpoint_auth_method: text(64, 'Every client is public and uses PKCE: any other method asked for is answered with `none`.'),
+  client_uri: Type.Optional(WebUrl),
+  logo_uri: Type.Optional(WebUrl),
+  tos_uri: Type.Optional(WebUrl),
+  policy_uri: Type.Optional(WebUrl),
+  contacts: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 256 }), { maxItems: 10 })),
+  software_id: text(256),
+  software_version: text(256),
+}, IGNORES_UNKNOWN)
 
 export const RegisterAnswer = Protocol({
   client_id: Type.String(),
@@ -103,6 +124,13 @@ export const RegisterAnswer = Protocol({
   response_types: Type.Array(Type.String()),
   token_endpoint_auth_method: Type.String(),
   scope: Type.String(),
+  client_uri: Type.Optional(Type.String()),
+  logo_uri: Type.Optional(Type.String()),
+  tos_uri: Type.Optional(Type.String()),
+  policy_uri: Type.Optional(Type.String()),
+  contacts: Type.Optional(Type.Array(Type.String())),
+  software_id: Type.Optional(Type.String()),
+  software_version: Type.Optional(Type.String()),
 }, 'RFC 7591 client information response')
 
 export const RevokeAnswer = Protocol({}, 'RFC 7009: 200 whatever the token was')

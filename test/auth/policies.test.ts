@@ -6,6 +6,8 @@ import { policyTestRoutes, tableCredentials } from '../helpers/test-routes.js'
 const cookie = (id: string) => ({ cookie: `auth_session=${id}` })
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` })
 const json = { 'content-type': 'application/json' }
+/** RFC 9728 §5.1: an OAuth route's challenge names the protected-resource metadata (PUBLIC_URL is the test default). */
+const RESOURCE_METADATA = 'resource_metadata="http://localhost:3000/.well-known/oauth-protected-resource"'
 
 describe.each(DIALECTS)('route policies on %s', (dialect) => {
   let ctx: TestContext
@@ -68,19 +70,19 @@ describe.each(DIALECTS)('route policies on %s', (dialect) => {
       const response = await call('GET', '/api/test/dual', bearer('mcp-token'))
       expect(response.statusCode).toBe(403)
       expect(response.json()).toMatchObject({ code: 'FORBIDDEN', details: { required_scope: 'teams:read' } })
-      expect(response.headers['www-authenticate']).toBe('Bearer error="insufficient_scope", scope="teams:read"')
+      expect(response.headers['www-authenticate']).toBe(`Bearer error="insufficient_scope", scope="teams:read", ${RESOURCE_METADATA}`)
     })
 
     it('401 invalid_token for an unknown token, even with a valid cookie beside it', async () => {
       const response = await call('GET', '/api/test/dual', { ...bearer('nope'), ...cookie('user-session') })
       expect(response.statusCode).toBe(401)
-      expect(response.headers['www-authenticate']).toBe('Bearer error="invalid_token"')
+      expect(response.headers['www-authenticate']).toBe(`Bearer error="invalid_token", ${RESOURCE_METADATA}`)
     })
 
-    it('401 with a bare Bearer challenge when nothing is presented', async () => {
+    it('401 with a Bearer challenge naming the resource metadata when nothing is presented', async () => {
       const response = await call('GET', '/api/test/dual')
       expect(response.statusCode).toBe(401)
-      expect(response.headers['www-authenticate']).toBe('Bearer')
+      expect(response.headers['www-authenticate']).toBe(`Bearer ${RESOURCE_METADATA}`)
     })
 
     it('401 for a malformed Authorization header', async () => {
@@ -138,6 +140,16 @@ describe.each(DIALECTS)('route policies on %s', (dialect) => {
       expect((await call('GET', '/api/test/satellite', bearer('service_satkey_bad'))).statusCode).toBe(401)
       expect((await call('GET', '/api/test/satellite', bearer('teams-token'))).statusCode).toBe(401)
       expect((await call('GET', '/api/test/satellite', cookie('admin-session'))).statusCode).toBe(401)
+    })
+
+    it('satellite and registration routes are no OAuth resources: their challenges name no resource metadata', async () => {
+      expect((await call('GET', '/api/test/satellite')).headers['www-authenticate']).toBe('Bearer')
+      expect((await call('GET', '/api/test/satellite', bearer('service_satkey_bad'))).headers['www-authenticate']).toBe('Bearer error="invalid_token"')
+      expect((await call('GET', '/api/test/satellite', bearer('teams-token'))).headers['www-authenticate']).toBe('Bearer error="invalid_token"')
+      const body = JSON.stringify({ name: 'edge-1' })
+      expect((await call('POST', '/api/test/register', json, body)).headers['www-authenticate']).toBe('Bearer')
+      expect((await call('POST', '/api/test/register', { ...json, ...bearer('service_satellite_global_bad.jwt') }, body)).headers['www-authenticate'])
+        .toBe('Bearer error="invalid_token"')
     })
 
     it('a registration route admits only a registration token', async () => {

@@ -30,6 +30,7 @@ interface Operation {
   security?: Security
   requestBody?: { content?: Content }
   responses?: Record<string, { content?: Content }>
+  'x-unknown-parameters'?: string
 }
 interface Document {
   openapi: string
@@ -250,13 +251,25 @@ describe.each(DIALECTS)('OpenAPI contract on %s', (dialect) => {
         if (!enveloped) fail(`no ${errorClass}xx response referencing ErrorResponse`)
       }
 
-      // Request objects refuse unknown properties.
+      // Request objects refuse unknown properties, except where the operation declares that it ignores them.
+      if (operation['x-unknown-parameters'] === 'ignored') continue
       for (const [mediaType, { schema }] of Object.entries(operation.requestBody?.content ?? {})) {
         const body = resolve(schema)
         if (body?.type === 'object' && body.additionalProperties !== false) fail(`${mediaType} body allows unknown properties`)
       }
     }
     expect(failures).toEqual([])
+  })
+
+  it('ignores unknown parameters on the OAuth protocol endpoints only (RFC 6749 §3.1, RFC 7591 §2), and says so', () => {
+    const ignoring = operations(document).filter(([, operation]) => operation['x-unknown-parameters'] !== undefined)
+    expect(Object.fromEntries(ignoring.map(([name, operation]) => [name, operation['x-unknown-parameters']]))).toEqual({
+      'GET /api/oauth2/auth': 'ignored',
+      'POST /api/oauth2/token': 'ignored',
+      'POST /api/oauth2/revoke': 'ignored',
+      'POST /api/oauth2/introspect': 'ignored',
+      'POST /api/oauth2/register': 'ignored',
+    })
   })
 
   it('gives every operation the security that its route actually enforces', async () => {
@@ -358,6 +371,15 @@ describe('routes that break the contract fail the boot', () => {
     const schema = { ...summary, [part]: Type.Object({ name: Type.String() }) }
     await expect(ctx.build({ extend: extend({ config: { auth: policy.public() }, schema }) }))
       .rejects.toThrow(new RegExp(`POST /api/test/broken.*${part}.*additionalProperties`))
+  })
+
+  it('a route that declares unknownParameters: ignore may leave its top-level object open, but not the objects inside it', async () => {
+    const open = Type.Object({ name: Type.String() }, { additionalProperties: true })
+    await expect(ctx.build({ extend: extend({ config: { auth: policy.public(), unknownParameters: 'ignore' }, schema: { ...summary, body: open } }) }))
+      .resolves.toBeDefined()
+    const openInside = Type.Object({ inner: Type.Object({ a: Type.String() }) }, { additionalProperties: true })
+    await expect(ctx.build({ extend: extend({ config: { auth: policy.public(), unknownParameters: 'ignore' }, schema: { ...summary, body: openInside } }) }))
+      .rejects.toThrow(/POST \/api\/test\/broken.*body\.inner.*additionalProperties/)
   })
 
   it.each([

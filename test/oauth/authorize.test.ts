@@ -88,11 +88,10 @@ describe.each(DIALECTS)('GET /api/oauth2/auth on %s', (dialect) => {
       }
     })
 
-    it('an unknown query parameter: 400 VALIDATION_ERROR, no redirect', async () => {
-      const response = await get({ ...authorizeParams(challenge), prompt: 'none' }, { accept: 'application/json' })
-      expect(response.statusCode).toBe(400)
-      expect(response.headers.location).toBeUndefined()
-      expect(response.json()).toMatchObject({ success: false, code: 'VALIDATION_ERROR' })
+    it('an unknown query parameter is ignored (RFC 6749 §3.1): on to the consent page', async () => {
+      const response = await get({ ...authorizeParams(challenge), display: 'popup', resource_hint: 'x' })
+      expect(response.statusCode, response.body).toBe(302)
+      expect(locationOf(response)).toMatch(/^\/api\/oauth2\/consent\?request_id=/)
     })
   })
 
@@ -116,9 +115,11 @@ describe.each(DIALECTS)('GET /api/oauth2/auth on %s', (dialect) => {
       expectErrorRedirect(response, error, { state })
     })
 
-    it('state missing → 302 invalid_request without a state parameter', async () => {
-      const response = await get(authorizeParams(challenge, { state: undefined }))
-      expectErrorRedirect(response, 'invalid_request', { state: undefined })
+    it('state missing is fine with PKCE (RFC 9700 §2.1.1); an error then redirects without a state parameter', async () => {
+      const accepted = await get(authorizeParams(challenge, { state: undefined }))
+      expect(accepted.statusCode, accepted.body).toBe(302)
+      expect(locationOf(accepted)).toMatch(/^\/api\/oauth2\/consent\?request_id=/)
+      expectErrorRedirect(await get(authorizeParams(challenge, { state: undefined, code_challenge_method: 'plain' })), 'invalid_request', { state: undefined })
     })
 
     it('errors go to the redirect URI the request named (the 127.0.0.1 one)', async () => {

@@ -108,7 +108,7 @@ describe.each(DIALECTS)('the consent step on %s', (dialect) => {
       expect(response.statusCode).toBe(200)
       const body = response.json()
       expect(body.success).toBe(true)
-      expect(Object.keys(body.data).sort()).toEqual(['client_id', 'client_name', 'csrf_token', 'request_id', 'scopes', 'signed_in', 'teams'])
+      expect(Object.keys(body.data).sort()).toEqual(['client_id', 'client_name', 'client_uri', 'csrf_token', 'request_id', 'scopes', 'signed_in', 'teams'])
       expect(body.data).toMatchObject({ request_id: requestId, client_id: CLI_CLIENT_ID, teams: [], csrf_token: null, signed_in: false })
       expect(body.data.client_name).toEqual(expect.any(String))
       expect(body.data.client_name.length).toBeGreaterThan(0)

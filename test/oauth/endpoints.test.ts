@@ -239,10 +239,15 @@ describe.each(DIALECTS)('OAuth2 endpoints on %s', (dialect) => {
     it.each([
       ['an unknown scope', { scope: 'user:read admin:all' }],
       ['an unsupported grant type', { grant_types: ['client_credentials'] }],
-      ['an auth method other than none', { token_endpoint_auth_method: 'client_secret_basic' }],
       ['an unsupported response type', { response_types: ['token'] }],
     ])('refuses %s: 400 invalid_client_metadata', async (_, metadata) => {
       expectOAuthError(await registerRaw({ redirect_uris: ['https://fine.example.com/cb'], ...metadata }), 400, 'invalid_client_metadata')
+    })
+
+    it('a confidential auth method asked for is answered with none (public clients only)', async () => {
+      const response = await registerRaw({ redirect_uris: ['https://fine.example.com/cb'], token_endpoint_auth_method: 'client_secret_basic' })
+      expect(response.statusCode, response.body).toBe(201)
+      expect(response.json().token_endpoint_auth_method).toBe('none')
     })
 
     it('no redirect URI, or more than ten: 400', async () => {

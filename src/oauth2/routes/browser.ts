@@ -3,7 +3,8 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { userCaller } from '../../auth/current-user.js'
 import { policy } from '../../auth/policies.js'
 import type { SessionCaller } from '../../auth/sessions.js'
-import { AppError, oauthError } from '../../http/errors.js'
+import { AppError } from '../../http/errors.js'
+import { clientHost } from '../clients.js'
 import { consentPage, signInPage } from '../pages.js'
 import { AuthorizeQuery, ConsentBody, ConsentDetails, ConsentLoginBody, ConsentQuery, DecisionAnswer, Redirect, tags } from '../schemas.js'
 import { describeScopes } from '../scopes.js'
@@ -22,22 +23,25 @@ export const browserRoutes: FastifyPluginAsyncTypebox = async (app) => {
   }
 
   app.get('/api/oauth2/auth', {
-    config: { auth: policy.public(), oauthErrors: {} },
+    config: { auth: policy.public(), oauthErrors: {}, unknownParameters: 'ignore' },
     attachValidation: true,
     schema: {
       tags, summary: 'Authorization endpoint (authorization code with PKCE S256)',
       description: 'An unknown client or a redirect URI not registered for it → 400 (HTML page, or JSON with `Accept: application/json`), never a redirect. ' +
-        'Other errors redirect to the client with `error`, `error_description`, `state` and `iss` (RFC 9207): `invalid_request` (missing state or PKCE, ' +
-        '`plain`), `unsupported_response_type`, `invalid_scope`, `access_denied` while login is off. A valid request is stored (10 minutes) and the ' +
-        'browser goes to the consent page — or straight back to the client with a code when this user already approved these scopes for it. ' +
-        'Unknown query parameters are refused (400) like everywhere in this API.',
+        'Once those are known, every other error redirects to the client with `error`, `error_description`, `state` (when sent) and `iss` (RFC 9207): ' +
+        '`invalid_request` (missing PKCE, `plain`, a malformed parameter), `unsupported_response_type`, `invalid_scope`, `access_denied` while login is off, ' +
+        '`login_required` / `consent_required` for `prompt=none`. `state` is optional (PKCE S256 is required). For `http://127.0.0.1` and `http://[::1]` ' +
+        'redirect URIs the port is not compared (RFC 8252 §7.3). A valid request is stored (10 minutes) and the browser goes to the consent page — ' +
+        'or straight back to the client with a code when this user already approved these scopes for it (unless `prompt=consent` or `prompt=login`). ' +
+        'Unknown query parameters are ignored (RFC 6749 §3.1).',
       querystring: AuthorizeQuery,
       response: { 302: Redirect },
     },
   }, async (request, reply) => {
     try {
-      if (request.validationError) throw oauthError(400, 'invalid_request', describeValidation(request.validationError), 'VALIDATION_ERROR')
-      return reply.redirect(await oauth().authorization.authorize(request.query, await optionalSession(app, request, reply)), 302)
+      // A bad parameter is the client's to hear about once its identity and redirect URI are known.
+      const invalid = request.validationError ? describeValidation(request.validationError) : undefined
+      return reply.redirect(await oauth().authorization.authorize(request.query, await optionalSession(app, request, reply), invalid), 302)
     } catch (error) {
       return failPage(request, reply, error)
     }
@@ -67,8 +71,8 @@ export const browserRoutes: FastifyPluginAsyncTypebox = async (app) => {
       return {
         success: true as const,
         data: {
-          request_id: requestId, client_id: client.id, client_name: client.name, scopes: describeScopes(scopes),
-          teams, csrf_token: csrfToken, signed_in: session !== null,
+          request_id: requestId, client_id: client.id, client_name: client.name, client_uri: client.uri ?? null, scopes: describeScopes(scopes),
+          teams, csrf_token: csrfToken, signed_in: csrfToken !== null,
         },
       }
     }
@@ -78,7 +82,7 @@ export const browserRoutes: FastifyPluginAsyncTypebox = async (app) => {
     const remembered = await oauth().consent.remembered(view.request, session)
     if (remembered !== null) return reply.redirect(remembered, 302)
     return sendPage(reply, 200, consentPage({
-      clientName: client.name, clientId: client.id, requestId, csrfToken, username: session.user.username, scopes, teams,
+      clientName: client.name, clientId: client.id, clientHost: clientHost(client), requestId, csrfToken, username: session.user.username, scopes, teams,
     }), [new URL(view.request.redirectUri).origin])
   })
 

@@ -3,10 +3,11 @@ import { policy } from '../../auth/policies.js'
 import { currentUser } from '../../auth/current-user.js'
 import { oauthError } from '../../http/errors.js'
 import { userinfo } from '../metadata.js'
+import { PROTECTED_RESOURCE_PATH, ProtectedResourceAnswer, protectedResourceMetadata, type ResourcePath } from '../protected-resource.js'
 import { MetadataAnswer, RegisterAnswer, RegisterBody, tags, UserinfoAnswer } from '../schemas.js'
 import { describeValidation } from './shared.js'
 
-/** Metadata (RFC 8414), userinfo and dynamic client registration (RFC 7591). JSON only. */
+/** Metadata (RFC 8414, RFC 9728), userinfo and dynamic client registration (RFC 7591). JSON only. */
 export const discoveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const oauth = () => app.services.oauth
 
@@ -14,6 +15,21 @@ export const discoveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
     config: { auth: policy.public() },
     schema: { tags, summary: 'Authorization server metadata (RFC 8414)', response: { 200: MetadataAnswer } },
   }, async () => ({ success: true as const, ...oauth().metadata() }))
+
+  // RFC 9728 §3.1: the well-known path goes before the resource's path, so PUBLIC_URL/api has its own document.
+  const resources: Array<[ResourcePath, string]> = [['', 'PUBLIC_URL, the service'], ['/api', 'PUBLIC_URL/api, the API']]
+  for (const [path, resource] of resources) {
+    app.get(`${PROTECTED_RESOURCE_PATH}${path}`, {
+      config: { auth: policy.public() },
+      schema: {
+        tags, summary: `Protected resource metadata of ${resource} (RFC 9728)`,
+        description: 'The authorization server (this service), scopes and bearer methods of the routes that take an OAuth access token. ' +
+          'Their 401s name the service\'s document in `WWW-Authenticate: Bearer resource_metadata="PUBLIC_URL/.well-known/oauth-protected-resource"`. ' +
+          'The satellite routes are not OAuth resources: their keys and registration tokens come from no authorization server.',
+        response: { 200: ProtectedResourceAnswer },
+      },
+    }, async () => ({ success: true as const, ...protectedResourceMetadata(oauth().issuer, path) }))
+  }
 
   app.get('/api/oauth2/userinfo', {
     config: { auth: policy.bearer('user:read'), oauthErrors: { unauthorized: 'invalid_token' } },
@@ -27,7 +43,7 @@ export const discoveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
   })
 
   app.post('/api/oauth2/register', {
-    config: { auth: policy.public(), limit: 'clientRegistration', oauthErrors: { invalid: 'invalid_client_metadata' } },
+    config: { auth: policy.public(), limit: 'clientRegistration', oauthErrors: { invalid: 'invalid_client_metadata' }, unknownParameters: 'ignore' },
     attachValidation: true,
     schema: {
       tags, summary: 'Register a public client (RFC 7591)',

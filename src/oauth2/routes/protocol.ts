@@ -18,7 +18,7 @@ export const protocolRoutes: FastifyPluginAsyncTypebox = async (app) => {
   }
 
   app.post('/api/oauth2/token', {
-    config: { auth: policy.public(), limit: 'token', oauthErrors: {} },
+    config: { auth: policy.public(), limit: 'token', oauthErrors: {}, unknownParameters: 'ignore' },
     attachValidation: true,
     schema: {
       tags, summary: 'Token endpoint: authorization code or refresh token grant',
@@ -41,7 +41,7 @@ export const protocolRoutes: FastifyPluginAsyncTypebox = async (app) => {
   })
 
   app.post('/api/oauth2/revoke', {
-    config: { auth: policy.public(), limit: 'token', oauthErrors: {} },
+    config: { auth: policy.public(), limit: 'token', oauthErrors: {}, unknownParameters: 'ignore' },
     attachValidation: true,
     schema: {
       tags, summary: 'Revoke an access or refresh token (RFC 7009)',
@@ -58,11 +58,13 @@ export const protocolRoutes: FastifyPluginAsyncTypebox = async (app) => {
   })
 
   app.post('/api/oauth2/introspect', {
-    config: { auth: policy.satellite({ orAdminSession: true }), oauthErrors: { unauthorized: 'invalid_token' } },
+    config: { auth: policy.satellite({ orAdminSession: true }), oauthErrors: { unauthorized: 'invalid_token' }, unknownParameters: 'ignore' },
     attachValidation: true,
     schema: {
       tags, summary: 'Introspect a token (RFC 7662)',
-      description: 'For a satellite (its API key; 403 SATELLITE_DISABLED while an admin has it disabled) or a global admin (session). Answers `{active: false}` for unknown, expired, revoked or spent tokens.',
+      description: 'For a satellite (its API key; 403 SATELLITE_DISABLED while an admin has it disabled) or a global admin (session). Answers `{active: false}` for unknown, expired, revoked or spent tokens. ' +
+        'Callers authenticate with a satellite\'s API key as a bearer token (`Authorization: Bearer service_satkey_…`) or, for a global admin, with a session cookie; ' +
+        'neither is a registered client authentication method, so the server metadata advertises none.',
       consumes: FORM_OR_JSON,
       body: IntrospectBody,
       response: { 200: IntrospectAnswer },

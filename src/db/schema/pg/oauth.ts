@@ -1,4 +1,5 @@
-import { boolean, index, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core'
+import { boolean, index, jsonb, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core'
+import type { ClientMetadata } from '../../../oauth2/client-metadata.js'
 import { users } from './accounts.js'
 
 /**
@@ -14,6 +15,8 @@ export const oauthClients = pgTable('oauth_clients', {
   redirectUris: text('redirect_uris').notNull(),
   grantTypes: text('grant_types').notNull(),
   scope: text('scope').notNull(),
+  /** RFC 7591 §2 optional metadata (client_uri, logo_uri, contacts…), as registered. */
+  metadata: jsonb('metadata').$type<ClientMetadata>(),
   createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull(),
 })
 
@@ -23,8 +26,11 @@ export const oauthRequests = pgTable('oauth_requests', {
   clientId: text('client_id').notNull(),
   redirectUri: text('redirect_uri').notNull(),
   scope: text('scope').notNull(),
+  /** Empty when the client sent none (PKCE protects the request then; RFC 9700 §2.1.1). */
   state: text('state').notNull(),
   codeChallenge: text('code_challenge').notNull(),
+  /** `login` until the browser signed in again on the consent page; `consent` to ask even if remembered. */
+  prompt: text('prompt', { enum: ['login', 'consent'] }),
   /** The session (row id) the request belongs to, once a signed-in browser has seen it. */
   sessionId: text('session_id'),
   expiresAt: timestamp('expires_at', { withTimezone: true, mode: 'date' }).notNull(),

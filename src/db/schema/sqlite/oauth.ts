@@ -1,4 +1,5 @@
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
+import type { ClientMetadata } from '../../../oauth2/client-metadata.js'
 import { users } from './accounts.js'
 
 /**
@@ -14,6 +15,8 @@ export const oauthClients = sqliteTable('oauth_clients', {
   redirectUris: text('redirect_uris').notNull(),
   grantTypes: text('grant_types').notNull(),
   scope: text('scope').notNull(),
+  /** RFC 7591 §2 optional metadata (client_uri, logo_uri, contacts…), as registered. */
+  metadata: text('metadata', { mode: 'json' }).$type<ClientMetadata>(),
   createdAt: integer('created_at', { mode: 'timestamp_ms' }).notNull(),
 })
 
@@ -23,8 +26,11 @@ export const oauthRequests = sqliteTable('oauth_requests', {
   clientId: text('client_id').notNull(),
   redirectUri: text('redirect_uri').notNull(),
   scope: text('scope').notNull(),
+  /** Empty when the client sent none (PKCE protects the request then; RFC 9700 §2.1.1). */
   state: text('state').notNull(),
   codeChallenge: text('code_challenge').notNull(),
+  /** `login` until the browser signed in again on the consent page; `consent` to ask even if remembered. */
+  prompt: text('prompt', { enum: ['login', 'consent'] }),
   /** The session (row id) the request belongs to, once a signed-in browser has seen it. */
   sessionId: text('session_id'),
   expiresAt: integer('expires_at', { mode: 'timestamp_ms' }).notNull(),
