@@ -7,6 +7,7 @@ import { findClient, registeredRedirectUri } from './clients.js'
 import type { Consent } from './consent.js'
 import { clientRedirect, issuerOf, loginEnabled, nowOf, type OAuthDeps } from './deps.js'
 import { isPkceValue } from './pkce.js'
+import { parseResource } from './resources.js'
 import { formatScope, isSubset, parseScope } from './scopes.js'
 
 /** The longest `state` accepted (and so echoed). */
@@ -23,6 +24,7 @@ export interface AuthorizeQuery {
   state?: string
   code_challenge?: string
   code_challenge_method?: string
+  resource?: string
   prompt?: string
 }
 
@@ -65,6 +67,8 @@ export class AuthorizationEndpoint {
     if (scopes === null || scopes.length === 0 || !isSubset(scopes, client.scopes)) {
       return refuse('invalid_scope', `The scope must be a non-empty subset of: ${formatScope(client.scopes)}.`)
     }
+    const resource = query.resource === undefined ? null : parseResource(query.resource)
+    if (resource === null && query.resource !== undefined) return refuse('invalid_target', 'resource must be an absolute URI without a fragment (RFC 8707).')
     if (!client.grantTypes.includes('authorization_code')) return refuse('unauthorized_client', 'This client may not use the authorization code grant.')
     if (!(await loginEnabled(this.deps))) return refuse('access_denied', 'Login is disabled on this service.')
     const prompt = promptOf(query.prompt)
@@ -80,6 +84,7 @@ export class AuthorizationEndpoint {
       state: state ?? '',
       codeChallenge: query.code_challenge,
       prompt: prompt === 'none' ? null : prompt,
+      resource,
       sessionId: session?.credentialId ?? null,
       expiresAt: new Date(now.getTime() + REQUEST_LIFETIME_MS),
       createdAt: now,

@@ -126,6 +126,7 @@ export class Consent {
       teamId,
       scope: request.scope,
       redirectUri: request.redirectUri,
+      resource: request.resource,
       codeDigest: digest(code),
       codeChallenge: request.codeChallenge,
       codeExpiresAt: new Date(now.getTime() + CODE_LIFETIME_MS),

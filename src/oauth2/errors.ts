@@ -5,6 +5,8 @@ export const invalidGrant = (description: string) => oauthError(400, 'invalid_gr
 export const invalidRequest = (description: string) => oauthError(400, 'invalid_request', description)
 export const invalidScope = (description: string) => oauthError(400, 'invalid_scope', description)
 export const invalidClient = () => oauthError(401, 'invalid_client', 'Unknown client: send the client_id of a registered client.')
+/** RFC 8707 §2: the resource is malformed, or not the one the grant is bound to. */
+export const invalidTarget = (description: string) => oauthError(400, 'invalid_target', description)
 export const invalidClientMetadata = (description: string) => oauthError(400, 'invalid_client_metadata', description)
 
 /** Token grants while login is off. */

@@ -27,6 +27,8 @@ export const AuthorizeQuery = Type.Object({
   state: text(1024, 'Optional (PKCE protects the request, RFC 9700 §2.1.1); echoed in the redirect when sent.'),
   code_challenge: text(1024, 'BASE64URL(SHA-256(code_verifier)); 43–128 characters, else an invalid_request redirect.'),
   code_challenge_method: text(16, 'Must be `S256`; `plain` is refused.'),
+  resource: text(2048, 'RFC 8707: the absolute URI (no fragment) of the resource the token is for, e.g. an MCP server\'s URL; ' +
+    'its tokens work there and nowhere else. Without it, the tokens are for this service\'s API. Else `invalid_target`.'),
   prompt: text(256, '`consent`: ask even if this user approved before; `none`: never show a page (redirects `login_required` or ' +
     '`consent_required`); `login`: sign in again even with a session. Other values are ignored.'),
 }, IGNORES_UNKNOWN)
@@ -39,6 +41,7 @@ export const TokenBody = Type.Object({
   code_verifier: text(256),
   refresh_token: text(256),
   scope: text(1024, 'refresh_token grant only: may narrow the granted scope, never widen it.'),
+  resource: text(2048, 'RFC 8707: when sent, the resource the authorization was bound to (else `invalid_target`).'),
 }, IGNORES_UNKNOWN)
 
 export const TokenAnswer = Protocol({
@@ -68,6 +71,7 @@ export const IntrospectAnswer = Protocol({
   team_id: Type.Optional(Type.Union([Type.String(), Type.Null()])),
   token_type: Type.Optional(Type.String()),
   iss: Type.Optional(Type.String()),
+  aud: Type.Optional(Type.String({ description: 'The resource the token is for (RFC 8707); PUBLIC_URL for tokens of this service\'s API.' })),
 }, 'RFC 7662 introspection response; `{active: false}` alone for unknown, expired, revoked or spent tokens')
 
 export const ConsentQuery = Type.Object({ request_id: Type.String({ minLength: 1, maxLength: 128 }) }, { additionalProperties: false })

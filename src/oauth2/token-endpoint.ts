@@ -62,6 +62,8 @@ export class TokenEndpoint {
       team_id: row.teamId,
       token_type: row.kind === 'access' ? 'Bearer' : 'refresh_token',
       iss: issuerOf(this.deps.config),
+      // RFC 8707 / RFC 7662: whom the token is for. A satellite accepts it only if this is its own MCP endpoint.
+      aud: row.resource ?? issuerOf(this.deps.config),
     }
   }
 }

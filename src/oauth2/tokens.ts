@@ -4,7 +4,8 @@ import { newId } from '../db/ids.js'
 import type { OAuthGrantRow, OAuthRepository, OAuthTokenRow } from '../db/repositories/oauth.js'
 import type { UserRow } from '../db/repositories/users.js'
 import { randomToken } from '../lib/tokens.js'
-import { nowOf, type CallContext, type OAuthDeps } from './deps.js'
+import { issuerOf, nowOf, type CallContext, type OAuthDeps } from './deps.js'
+import { audienceOf, backendResources } from './resources.js'
 import { invalidGrant } from './errors.js'
 import { formatScope } from './scopes.js'
 
@@ -31,13 +32,20 @@ export interface BearerCaller extends UserCaller {
  * unique index, so a bearer check is one indexed lookup.
  */
 export class Tokens {
-  constructor(private readonly deps: OAuthDeps) {}
+  /** This service's own resource identifiers. */
+  readonly backend: ReadonlySet<string>
+
+  constructor(private readonly deps: OAuthDeps) {
+    this.backend = backendResources(issuerOf(deps.config))
+  }
 
   /** An access token, and a refresh token only when `offline_access` is granted. */
   async issue(repository: OAuthRepository, grant: OAuthGrantRow, scopes: readonly Scope[], now: Date): Promise<TokenResponse> {
     const scope = formatScope(scopes)
     const accessToken = randomToken()
-    const base = { grantId: grant.id, userId: grant.userId, clientId: grant.clientId, teamId: grant.teamId, scope, usedAt: null, revoked: false, createdAt: now }
+    const base = {
+      grantId: grant.id, userId: grant.userId, clientId: grant.clientId, teamId: grant.teamId, scope, resource: grant.resource, usedAt: null, revoked: false, createdAt: now,
+    }
     const rows: OAuthTokenRow[] = [
       { ...base, id: newId(), digest: this.deps.digest(accessToken), kind: 'access', expiresAt: new Date(now.getTime() + ACCESS_LIFETIME_S * 1000) },
     ]
@@ -61,6 +69,8 @@ export class Tokens {
     const found = await this.deps.repository.findLiveAccess(this.deps.digest(token), nowOf(this.deps))
     if (found === undefined) return null
     const { token: row, user } = found
+    // No token passthrough: a token for another resource (a satellite's MCP server) is not for this API.
+    if (row.resource !== null && audienceOf(row.resource, this.backend).kind !== 'backend') return null
     return { kind: 'user', via: 'bearer', userId: user.id, role: user.roleId, scopes: row.scope.split(' '), credentialId: row.id, user, teamId: row.teamId }
   }
 

@@ -120,6 +120,8 @@ export interface AuthorizeOptions {
   pkce?: Pkce
   state?: string
   decision?: 'approve' | 'deny'
+  /** RFC 8707 resource indicator. */
+  resource?: string
 }
 
 export interface Authorized {
@@ -141,6 +143,7 @@ export async function authorizeAndApprove(app: FastifyInstance, cookie: string, 
     redirect_uri: options.redirectUri ?? REDIRECT_URI,
     state,
     ...('scope' in options ? { scope: options.scope } : {}),
+    ...(options.resource === undefined ? {} : { resource: options.resource }),
   })
   const started = await startAuthorization(app, params, cookie)
   const location = locationOf(started)

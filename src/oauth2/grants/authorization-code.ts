@@ -3,12 +3,14 @@ import type { OAuthClient } from '../clients.js'
 import { nowOf, type CallContext, type OAuthDeps } from '../deps.js'
 import { invalidGrant, invalidRequest } from '../errors.js'
 import { isPkceValue, matchesChallenge } from '../pkce.js'
+import { checkResource } from '../resources.js'
 import type { TokenResponse, Tokens } from '../tokens.js'
 
 export interface CodeExchange {
   code?: string
   redirect_uri?: string
   code_verifier?: string
+  resource?: string
 }
 
 /** RFC 6749 §4.1.3 with RFC 7636 §4.6: the code, its redirect URI and the PKCE verifier. */
@@ -28,6 +30,7 @@ export async function authorizationCodeGrant(deps: OAuthDeps, tokens: Tokens, bo
   if (grant.clientId !== client.id) throw invalidGrant('The authorization code was issued to another client.')
   if (grant.redirectUri !== redirectUri) throw invalidGrant('The redirect_uri does not match the authorization request.')
   if (!matchesChallenge(verifier, grant.codeChallenge)) throw invalidGrant('The code_verifier does not match the code_challenge.')
+  checkResource(body.resource, grant, tokens.backend)
   const issued = await database.transaction(async (tx) => {
     const txRepository = repository.with(tx)
     if (!(await txRepository.consumeCode(grant.id, now))) return null

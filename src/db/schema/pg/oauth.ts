@@ -31,6 +31,8 @@ export const oauthRequests = pgTable('oauth_requests', {
   codeChallenge: text('code_challenge').notNull(),
   /** `login` until the browser signed in again on the consent page; `consent` to ask even if remembered. */
   prompt: text('prompt', { enum: ['login', 'consent'] }),
+  /** RFC 8707 resource indicator: the audience of the tokens; null = this service's own API. */
+  resource: text('resource'),
   /** The session (row id) the request belongs to, once a signed-in browser has seen it. */
   sessionId: text('session_id'),
   expiresAt: timestamp('expires_at', { withTimezone: true, mode: 'date' }).notNull(),
@@ -54,6 +56,8 @@ export const oauthGrants = pgTable('oauth_grants', {
   teamId: text('team_id'),
   scope: text('scope').notNull(),
   redirectUri: text('redirect_uri').notNull(),
+  /** RFC 8707 resource indicator: the audience of the tokens; null = this service's own API. */
+  resource: text('resource'),
   codeDigest: text('code_digest').notNull(),
   codeChallenge: text('code_challenge').notNull(),
   codeExpiresAt: timestamp('code_expires_at', { withTimezone: true, mode: 'date' }).notNull(),
@@ -71,6 +75,8 @@ export const oauthTokens = pgTable('oauth_tokens', {
   clientId: text('client_id').notNull(),
   teamId: text('team_id'),
   scope: text('scope').notNull(),
+  /** RFC 8707 resource indicator: the audience of the tokens; null = this service's own API. */
+  resource: text('resource'),
   expiresAt: timestamp('expires_at', { withTimezone: true, mode: 'date' }).notNull(),
   /** Refresh tokens: set when rotated; presenting it again is reuse. */
   usedAt: timestamp('used_at', { withTimezone: true, mode: 'date' }),
