@@ -36,7 +36,7 @@ import { versionRoutes } from './modules/catalogue/versions-routes.js'
 import { satelliteAgentRoutes } from './modules/satellites/agent-routes.js'
 import { satelliteRoutes } from './modules/satellites/routes.js'
 import { registrationTokenRoutes } from './modules/satellites/token-routes.js'
-import { createServices, type Services } from './services.js'
+import { createServices, type OutboundOverrides, type Services } from './services.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -61,6 +61,8 @@ export interface BuildOptions {
   rateLimitNamespace?: string
   /** Extra routes registered before the app is ready (tests, benchmarks). */
   extend?: FastifyPluginAsync
+  /** Outbound requests (client metadata documents): extra trusted CA certificates, a shorter timeout (tests). */
+  outbound?: OutboundOverrides
 }
 
 /** A ready Fastify instance: no listen, no process access (STYLE 1). */
@@ -86,7 +88,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   for (const warning of config.warnings) app.log.warn(warning)
 
   const lifecycle = new DatabaseLifecycle(config, app.log, (database) =>
-    createServices(database, { config, clock, log: app.log, credentials: options.credentials, limits }),
+    createServices(database, { config, clock, log: app.log, credentials: options.credentials, limits, outbound: options.outbound }),
   )
   app.decorate('services', { getter: () => lifecycle.current })
   app.decorateRequest('caller', null)

@@ -37,6 +37,11 @@ export interface Config {
   providerOauthClientId: string | null
   providerOauthClientSecret: string | null
   smtpUrl: string | null
+  /**
+   * `host` or `host:port` entries (lower case, IPv6 in brackets) that outbound requests (client
+   * metadata documents) may reach even when they resolve to a private or loopback address.
+   */
+  outboundAllowedHosts: readonly string[]
   /** Things worth telling the operator once the logger exists (e.g. a generated secret). */
   warnings: readonly string[]
 }
@@ -122,6 +127,13 @@ export function loadConfig(env: Environment = readEnvironment()): Config {
   const smtpUrl = read('SMTP_URL') ?? null
   if (smtpUrl !== null && !/^smtps?:\/\/[^/]+/.test(smtpUrl)) problems.push('SMTP_URL must look like smtp://user:pass@host:port or smtps://…')
 
+  const outboundAllowedHosts: string[] = []
+  for (const entry of list('OUTBOUND_ALLOWED_HOSTS')) {
+    const host = hostEntry(entry)
+    if (host === null) problems.push(`OUTBOUND_ALLOWED_HOSTS entries must be host or host:port, like docs.internal or 10.0.0.5:8443 (got "${entry}")`)
+    else outboundAllowedHosts.push(host)
+  }
+
   const pluginsDisabled = list('PLUGINS_DISABLED')
   const providerOauthClientId = read('PROVIDER_OAUTH_CLIENT_ID') ?? null
   const providerOauthClientSecret = read('PROVIDER_OAUTH_CLIENT_SECRET') ?? null
@@ -152,6 +164,7 @@ export function loadConfig(env: Environment = readEnvironment()): Config {
     providerOauthClientId,
     providerOauthClientSecret,
     smtpUrl,
+    outboundAllowedHosts,
     warnings,
   }
 
@@ -210,6 +223,23 @@ function generatedSecret(dataDir: string, warnings: string[]): string {
       'Set ENCRYPTION_SECRET explicitly in production; losing it makes encrypted settings unreadable.',
   )
   return secret
+}
+
+/**
+ * An OUTBOUND_ALLOWED_HOSTS entry as the URL parser writes its host (lower case, IPv6 in
+ * brackets), with its port when given — even 443, so `host:443` does not widen to every port.
+ */
+function hostEntry(entry: string): string | null {
+  const match = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)(?::(\d{1,5}))?$/.exec(entry)
+  if (match === null) return null
+  const port = match[2] === undefined ? null : Number(match[2])
+  if (port !== null && (port < 1 || port > 65535)) return null
+  try {
+    const { hostname } = new URL(`https://${match[1]}/`)
+    return port === null ? hostname : `${hostname}:${port}`
+  } catch {
+    return null
+  }
 }
 
 function isHttpUrl(value: string): boolean {

@@ -21,6 +21,7 @@ import { usersRepository, type UsersRepository } from './db/repositories/users.j
 import type { Database } from './db/types.js'
 import type { Clock } from './lib/clock.js'
 import { deriveKey } from './lib/keys.js'
+import { OutboundFetch } from './lib/outbound-fetch.js'
 import { createSecretBox } from './lib/secret-box.js'
 import { createDigester } from './lib/tokens.js'
 import { UserAdministration } from './modules/admin/service.js'
@@ -38,6 +39,7 @@ import { SettingsService } from './modules/settings/service.js'
 import { TeamService } from './modules/teams/service.js'
 import { ProviderClient } from './modules/provider-login/client.js'
 import { ProviderLogin } from './modules/provider-login/service.js'
+import { ClientIdDocuments } from './oauth2/client-id-documents.js'
 import { OAuthServer } from './oauth2/server.js'
 
 /** Registration tokens stay listable (as used, revoked or expired) this long after they expire. */
@@ -78,9 +80,17 @@ export interface ServiceOptions {
   limits?: Partial<AbuseLimits>
   /** Replaces credential checks (tests of the policy mechanism). */
   credentials?: Partial<CredentialVerifiers>
+  outbound?: OutboundOverrides
 }
 
-export async function createServices(database: Database, { config, clock, log, limits: limitOverrides, credentials }: ServiceOptions): Promise<Services> {
+/** Requests to addresses third parties choose (client metadata documents); tests trust their own CA and shorten the timeout. */
+export interface OutboundOverrides {
+  /** PEM certificates trusted on top of Node's CA store. */
+  ca?: readonly string[]
+  timeoutMs?: number
+}
+
+export async function createServices(database: Database, { config, clock, log, limits: limitOverrides, credentials, outbound }: ServiceOptions): Promise<Services> {
   const settings = new SettingsService({
     repository: settingsRepository(database),
     box: createSecretBox(deriveKey(config.encryptionSecret, 'settings-encryption')),
@@ -112,6 +122,7 @@ export async function createServices(database: Database, { config, clock, log, l
   const oauth = new OAuthServer({
     database, repository: oauthRows, teams, settings, audit, digest,
     csrfKey: deriveKey(config.encryptionSecret, 'oauth-csrf'), clock, config,
+    clientDocuments: new ClientIdDocuments(new OutboundFetch({ allowedHosts: config.outboundAllowedHosts, ...outbound }), clock),
   })
   const categories = categoriesRepository(database)
   const servers = serversRepository(database)

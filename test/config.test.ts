@@ -57,6 +57,7 @@ describe('loadConfig defaults', () => {
       smtpUrl: null,
       providerOauthClientId: null,
       providerOauthClientSecret: null,
+      outboundAllowedHosts: [],
       warnings: [],
     })
     expect(config.pluginsDir).toBe(resolve('plugins'))
@@ -127,6 +128,15 @@ describe('loadConfig validation', () => {
     ['SMTP_URL', 'smtp://'],
     ['DATABASE_URL', 'sqlite:'],
     ['DATABASE_URL', 'postgres://'],
+    ['OUTBOUND_ALLOWED_HOSTS', 'https://docs.internal'],
+    ['OUTBOUND_ALLOWED_HOSTS', 'docs.internal/path'],
+    ['OUTBOUND_ALLOWED_HOSTS', 'docs.internal:0'],
+    ['OUTBOUND_ALLOWED_HOSTS', 'docs.internal:65536'],
+    ['OUTBOUND_ALLOWED_HOSTS', 'docs.internal:https'],
+    ['OUTBOUND_ALLOWED_HOSTS', 'user@docs.internal'],
+    ['OUTBOUND_ALLOWED_HOSTS', '::1'],
+    ['OUTBOUND_ALLOWED_HOSTS', '[::1'],
+    ['OUTBOUND_ALLOWED_HOSTS', '*.example.com'],
   ])('%s=%s is a problem naming the variable', (name, value) => {
     const problems = problemsOf({ DATA_DIR: dataDir(), ENCRYPTION_SECRET: SECRET, [name]: value })
     expect(problems).toHaveLength(1)
@@ -145,6 +155,20 @@ describe('loadConfig validation', () => {
       PROVIDER_OAUTH_CLIENT_SECRET: 'secret',
     })
     expect(config).toMatchObject({ providerOauthClientId: 'id', providerOauthClientSecret: 'secret' })
+  })
+
+  it('OUTBOUND_ALLOWED_HOSTS: host or host:port entries, written as URLs write hosts; every bad entry listed', () => {
+    const config = loadConfig({
+      DATA_DIR: dataDir(),
+      ENCRYPTION_SECRET: SECRET,
+      OUTBOUND_ALLOWED_HOSTS: 'Docs.Internal, 10.0.0.5:8443 ,[::1]:9443,[FD00::1],localhost:443,',
+    })
+    // An explicit :443 stays: `localhost:443` allows that port only.
+    expect(config.outboundAllowedHosts).toEqual(['docs.internal', '10.0.0.5:8443', '[::1]:9443', '[fd00::1]', 'localhost:443'])
+    const problems = problemsOf({ DATA_DIR: dataDir(), ENCRYPTION_SECRET: SECRET, OUTBOUND_ALLOWED_HOSTS: 'ok.example, bad/path, also bad' })
+    expect(problems).toHaveLength(2)
+    expect(problems[0]).toMatch(/OUTBOUND_ALLOWED_HOSTS.*"bad\/path"/)
+    expect(problems[1]).toMatch(/OUTBOUND_ALLOWED_HOSTS.*"also bad"/)
   })
 
   it('accepts smtp:// and smtps:// URLs', () => {

@@ -3,7 +3,8 @@ import type { OAuthRequestRow } from '../db/repositories/oauth.js'
 import { oauthError } from '../http/errors.js'
 import { storableText } from '../http/validation.js'
 import { randomToken } from '../lib/tokens.js'
-import { findClient, registeredRedirectUri } from './clients.js'
+import { lookupClient } from './client-lookup.js'
+import { registeredRedirectUri } from './clients.js'
 import type { Consent } from './consent.js'
 import { clientRedirect, issuerOf, loginEnabled, nowOf, type OAuthDeps } from './deps.js'
 import { isPkceValue } from './pkce.js'
@@ -44,8 +45,13 @@ export class AuthorizationEndpoint {
     const { repository } = this.deps
     // Read before the query's validation failures are reported: a client_id no database can hold names no client.
     const clientId = query.client_id
-    const client = typeof clientId === 'string' && clientId.length <= 256 && storableText(clientId) ? await findClient(repository, clientId) : null
-    if (client === null) throw oauthError(400, 'invalid_request', 'Unknown or missing client_id.', 'UNKNOWN_CLIENT')
+    const found = typeof clientId === 'string' && clientId.length <= 256 && storableText(clientId) ? await lookupClient(this.deps, clientId) : { client: null }
+    const { client } = found
+    if (client === null) {
+      // A metadata document that could not be used: say why, so its author can fix it. No redirect: no redirect URI is vouched for.
+      const description = found.refused === undefined ? 'Unknown or missing client_id.' : `Unknown client: its client_id metadata document was refused: ${found.refused}.`
+      throw oauthError(400, 'invalid_request', description, 'UNKNOWN_CLIENT')
+    }
     const redirectUri = typeof query.redirect_uri === 'string'
       ? registeredRedirectUri(client.redirectUris, query.redirect_uri)
       : client.redirectUris.length === 1 ? client.redirectUris[0] : undefined

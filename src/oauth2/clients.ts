@@ -1,5 +1,5 @@
 import { SCOPES, type Scope } from '../auth/policies.js'
-import type { OAuthClientRow, OAuthRepository } from '../db/repositories/oauth.js'
+import type { OAuthClientRow } from '../db/repositories/oauth.js'
 import { parseScope } from './scopes.js'
 
 export type GrantType = 'authorization_code' | 'refresh_token'
@@ -15,6 +15,11 @@ export interface OAuthClient {
   scopes: readonly Scope[]
   /** Registered `client_uri` (RFC 7591 §2): its host is shown on the consent page. */
   uri?: string
+  /**
+   * Set for a client that is not registered here: its `id` is the URL of its Client ID Metadata
+   * Document, served from this host (see client-id-documents.ts).
+   */
+  documentHost?: string
 }
 
 export const CLI_CLIENT_ID = 'service-gateway-cli'
@@ -47,12 +52,6 @@ export function clientHost(client: OAuthClient): string | undefined {
   } catch {
     return undefined
   }
-}
-
-export async function findClient(repository: OAuthRepository, id: string): Promise<OAuthClient | null> {
-  if (id === CLI_CLIENT_ID) return CLI_CLIENT
-  const row = await repository.findClient(id)
-  return row === undefined ? null : clientFromRow(row)
 }
 
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]'])

@@ -6,7 +6,8 @@ import type { OAuthGrantRow, OAuthRequestRow } from '../db/repositories/oauth.js
 import type { UserRow } from '../db/repositories/users.js'
 import { AppError, errors } from '../http/errors.js'
 import { randomToken, sameSecret } from '../lib/tokens.js'
-import { findClient, type OAuthClient } from './clients.js'
+import { findClient } from './client-lookup.js'
+import type { OAuthClient } from './clients.js'
 import { clientRedirect, issuerOf, loginEnabled, nowOf, type OAuthDeps } from './deps.js'
 import { anotherSession, consentDisabled } from './errors.js'
 import { isSubset, parseScope } from './scopes.js'
@@ -46,7 +47,7 @@ export class Consent {
   async view(requestId: string, session: SessionCaller | null): Promise<ConsentView> {
     const { repository, teams } = this.deps
     const request = await repository.findRequest(requestId, nowOf(this.deps))
-    const client = request === undefined ? null : await findClient(repository, request.clientId)
+    const client = request === undefined ? null : await findClient(this.deps, request.clientId)
     if (request === undefined || client === null) throw errors.notFound('Authorization request')
     if (!(await loginEnabled(this.deps))) throw consentDisabled()
     const scopes = parseScope(request.scope) ?? []

@@ -6,6 +6,7 @@ import type { Clock } from '../lib/clock.js'
 import type { Digester } from '../lib/tokens.js'
 import type { AuditLog } from '../modules/audit/service.js'
 import type { SettingsService } from '../modules/settings/service.js'
+import type { ClientIdDocuments } from './client-id-documents.js'
 
 /** What every part of the authorization server is built on (once, at boot). */
 export interface OAuthDeps {
@@ -18,6 +19,8 @@ export interface OAuthDeps {
   digest: Digester
   /** Keys the consent form's CSRF token. */
   csrfKey: Buffer
+  /** Clients whose client_id is the URL of their metadata document, fetched and cached. */
+  clientDocuments: ClientIdDocuments
   clock: Clock
   config: Config
 }

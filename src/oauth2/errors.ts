@@ -4,7 +4,10 @@ import { AppError, oauthError } from '../http/errors.js'
 export const invalidGrant = (description: string) => oauthError(400, 'invalid_grant', description)
 export const invalidRequest = (description: string) => oauthError(400, 'invalid_request', description)
 export const invalidScope = (description: string) => oauthError(400, 'invalid_scope', description)
-export const invalidClient = () => oauthError(401, 'invalid_client', 'Unknown client: send the client_id of a registered client.')
+/** `refused`: why the client's metadata document could not be used. */
+export const invalidClient = (refused?: string) => oauthError(401, 'invalid_client', refused === undefined
+  ? 'Unknown client: send the client_id of a registered client.'
+  : `Unknown client: its client_id metadata document was refused: ${refused}.`)
 /** RFC 8707 §2: the resource is malformed, or not the one the grant is bound to. */
 export const invalidTarget = (description: string) => oauthError(400, 'invalid_target', description)
 export const invalidClientMetadata = (description: string) => oauthError(400, 'invalid_client_metadata', description)

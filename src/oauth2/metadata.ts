@@ -25,6 +25,8 @@ export function serverMetadata(issuer: string) {
     token_endpoint_auth_methods_supported: ['none'],
     revocation_endpoint_auth_methods_supported: ['none'],
     authorization_response_iss_parameter_supported: true,
+    // draft-ietf-oauth-client-id-metadata-document §6: an https URL client_id is fetched, no registration needed.
+    client_id_metadata_document_supported: true,
     service_documentation: at('/documentation'),
   }
 }

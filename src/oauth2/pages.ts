@@ -58,8 +58,19 @@ ${body}
 `
 }
 
+/**
+ * A client known only by its metadata document: its name and details are whatever that host
+ * publishes, and the host is the one thing the user can check (draft-ietf-oauth-client-id-metadata-document §8.5).
+ */
+function documentNotice(documentHost: string | undefined): string {
+  if (documentHost === undefined) return ''
+  return `<p class="muted">Not registered with this service; its details come from <strong>${escapeHtml(documentHost)}</strong>.</p>\n`
+}
+
 export interface SignInPage {
   clientName: string
+  /** The host of the client's metadata document, for a client that is not registered here. */
+  documentHost?: string
   requestId: string
   error?: string
   login?: string
@@ -67,9 +78,9 @@ export interface SignInPage {
   providerHref?: string
 }
 
-export function signInPage({ clientName, requestId, error, login = '', providerHref }: SignInPage): string {
+export function signInPage({ clientName, documentHost, requestId, error, login = '', providerHref }: SignInPage): string {
   return layout('Sign in', `<h1>Sign in to continue to ${escapeHtml(clientName)}</h1>
-${error === undefined ? '' : `<p class="error" role="alert">${escapeHtml(error)}</p>`}
+${documentNotice(documentHost)}${error === undefined ? '' : `<p class="error" role="alert">${escapeHtml(error)}</p>`}
 <form method="post" action="/api/oauth2/consent/login">
 <input type="hidden" name="request_id" value="${escapeHtml(requestId)}">
 <label for="login">Email or username</label>
@@ -86,6 +97,8 @@ export interface ConsentPage {
   clientId: string
   /** The host of the client's registered `client_uri`, if any. */
   clientHost?: string
+  /** The host of the client's metadata document, for a client that is not registered here. */
+  documentHost?: string
   requestId: string
   csrfToken: string
   username: string
@@ -93,11 +106,12 @@ export interface ConsentPage {
   teams: ReadonlyArray<{ id: string; name: string }>
 }
 
-export function consentPage({ clientName, clientId, clientHost, requestId, csrfToken, username, scopes, teams }: ConsentPage): string {
+/** For a client known by its metadata document, the document's host replaces `client_uri`'s: the document may claim any `client_uri`. */
+export function consentPage({ clientName, clientId, clientHost, documentHost, requestId, csrfToken, username, scopes, teams }: ConsentPage): string {
   const scopeItems = scopes.map((scope) => `<li><strong>${escapeHtml(scope)}</strong>: ${escapeHtml(SCOPE_DESCRIPTIONS[scope])}</li>`).join('\n')
   const teamOptions = teams.map((team) => `<option value="${escapeHtml(team.id)}">${escapeHtml(team.name)}</option>`).join('\n')
   return layout('Authorize access', `<h1>${escapeHtml(clientName)} wants to access your account</h1>
-${clientHost === undefined ? '' : `<p class="muted">from ${escapeHtml(clientHost)}</p>\n`}<p class="muted">Signed in as ${escapeHtml(username)} · client <code>${escapeHtml(clientId)}</code></p>
+${documentHost !== undefined ? documentNotice(documentHost) : clientHost === undefined ? '' : `<p class="muted">from ${escapeHtml(clientHost)}</p>\n`}<p class="muted">Signed in as ${escapeHtml(username)} · client <code>${escapeHtml(clientId)}</code></p>
 <p>It asks to:</p>
 <ul>
 ${scopeItems}

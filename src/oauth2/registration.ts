@@ -1,20 +1,10 @@
-import { SCOPES } from '../auth/policies.js'
-import { oauthError } from '../http/errors.js'
 import { randomToken } from '../lib/tokens.js'
-import { pickClientMetadata, type ClientMetadata } from './client-metadata.js'
-import { acceptableRedirectUri, GRANT_TYPES, type GrantType } from './clients.js'
+import { pickClientMetadata } from './client-metadata.js'
+import { settleClient, type ClientDescription } from './client-rules.js'
 import { nowOf, type CallContext, type OAuthDeps } from './deps.js'
-import { invalidClientMetadata } from './errors.js'
-import { formatScope, parseScope } from './scopes.js'
+import { formatScope } from './scopes.js'
 
-export interface ClientRegistration extends ClientMetadata {
-  redirect_uris: string[]
-  client_name?: string
-  scope?: string
-  grant_types?: string[]
-  response_types?: string[]
-  token_endpoint_auth_method?: string
-}
+export type ClientRegistration = ClientDescription
 
 /**
  * RFC 7591: a public, PKCE-only client. Unknown metadata is ignored (§2); the standard optional
@@ -22,21 +12,8 @@ export interface ClientRegistration extends ClientMetadata {
  * `none` (§3.2.1 lets the server replace values it does not support).
  */
 export async function registerClient(deps: OAuthDeps, body: ClientRegistration, context: CallContext) {
-  const badUri = body.redirect_uris.find((uri) => !acceptableRedirectUri(uri))
-  if (badUri !== undefined) {
-    throw oauthError(400, 'invalid_redirect_uri', `Redirect URIs must be https, or http on a loopback host, without a fragment: ${badUri}`)
-  }
-  if (body.response_types !== undefined && body.response_types.some((type) => type !== 'code')) {
-    throw invalidClientMetadata('Only the code response type is supported.')
-  }
-  const grantTypes = body.grant_types === undefined ? [...GRANT_TYPES] : [...new Set(body.grant_types)]
-  if (grantTypes.some((type) => !GRANT_TYPES.includes(type as GrantType)) || !grantTypes.includes('authorization_code')) {
-    throw invalidClientMetadata('grant_types must include authorization_code and may add refresh_token.')
-  }
-  const scopes = body.scope === undefined ? [...SCOPES] : parseScope(body.scope)
-  if (scopes === null || scopes.length === 0) throw invalidClientMetadata('scope names an unknown scope.')
+  const { redirectUris, grantTypes, scopes } = settleClient(body)
   const now = nowOf(deps)
-  const redirectUris = [...new Set(body.redirect_uris)]
   const client = {
     id: `client_${randomToken().slice(0, 32)}`,
     name: body.client_name ?? 'Unnamed client',

@@ -81,6 +81,10 @@ export const ConsentDetails = Ok(Type.Object({
   client_id: Type.String(),
   client_name: Type.String(),
   client_uri: Type.Union([Type.String(), Type.Null()], { description: "The client's registered home page, if any." }),
+  client_registered: Type.Boolean({ description: 'False for a client that is not registered with this service: its details come from its Client ID Metadata Document.' }),
+  client_id_document_host: Type.Union([Type.String(), Type.Null()], {
+    description: 'For a client that is not registered: the host serving its metadata document (`client_id` is that document\'s URL). Show it to the user.',
+  }),
   scopes: Type.Array(Type.Object({ name: Type.String(), description: Type.String() })),
   teams: Type.Array(Type.Object({ id: Type.String(), name: Type.String() })),
   csrf_token: Type.Union([Type.String(), Type.Null()]),

@@ -1,5 +1,5 @@
 import { oauthError } from '../http/errors.js'
-import { findClient } from './clients.js'
+import { lookupClient } from './client-lookup.js'
 import { issuerOf, loginEnabled, nowOf, type CallContext, type OAuthDeps } from './deps.js'
 import { grantsDisabled, invalidClient, invalidRequest } from './errors.js'
 import { authorizationCodeGrant, type CodeExchange } from './grants/authorization-code.js'
@@ -23,8 +23,8 @@ export class TokenEndpoint {
       throw oauthError(400, 'unsupported_grant_type', 'grant_type must be authorization_code or refresh_token.')
     }
     const grantType = body.grant_type as keyof typeof GRANTS
-    const client = body.client_id === undefined ? null : await findClient(this.deps.repository, body.client_id)
-    if (client === null) throw invalidClient()
+    const { client, refused } = body.client_id === undefined ? { client: null } : await lookupClient(this.deps, body.client_id)
+    if (client === null) throw invalidClient(refused)
     if (!client.grantTypes.includes(grantType)) throw oauthError(400, 'unauthorized_client', `This client may not use the ${grantType} grant.`)
     if (!(await loginEnabled(this.deps))) throw grantsDisabled()
     return GRANTS[grantType](this.deps, this.tokens, body, client, context)
@@ -33,8 +33,8 @@ export class TokenEndpoint {
   /** RFC 7009. Unknown tokens and other clients' tokens are silently ignored. */
   async revoke(body: { token?: string; client_id?: string }, context: CallContext): Promise<void> {
     const { repository, audit, digest } = this.deps
-    const client = body.client_id === undefined ? null : await findClient(repository, body.client_id)
-    if (client === null) throw invalidClient()
+    const { client, refused } = body.client_id === undefined ? { client: null } : await lookupClient(this.deps, body.client_id)
+    if (client === null) throw invalidClient(refused)
     if (body.token === undefined) throw invalidRequest('token is required.')
     const found = await repository.findToken(digest(body.token))
     if (found === undefined || found.token.clientId !== client.id) return

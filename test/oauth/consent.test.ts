@@ -108,8 +108,12 @@ describe.each(DIALECTS)('the consent step on %s', (dialect) => {
       expect(response.statusCode).toBe(200)
       const body = response.json()
       expect(body.success).toBe(true)
-      expect(Object.keys(body.data).sort()).toEqual(['client_id', 'client_name', 'client_uri', 'csrf_token', 'request_id', 'scopes', 'signed_in', 'teams'])
-      expect(body.data).toMatchObject({ request_id: requestId, client_id: CLI_CLIENT_ID, teams: [], csrf_token: null, signed_in: false })
+      expect(Object.keys(body.data).sort()).toEqual([
+        'client_id', 'client_id_document_host', 'client_name', 'client_registered', 'client_uri', 'csrf_token', 'request_id', 'scopes', 'signed_in', 'teams',
+      ])
+      expect(body.data).toMatchObject({
+        request_id: requestId, client_id: CLI_CLIENT_ID, client_registered: true, client_id_document_host: null, teams: [], csrf_token: null, signed_in: false,
+      })
       expect(body.data.client_name).toEqual(expect.any(String))
       expect(body.data.client_name.length).toBeGreaterThan(0)
       expect(body.data.scopes.map((scope: { name: string }) => scope.name).sort()).toEqual(['teams:read', 'user:read'])

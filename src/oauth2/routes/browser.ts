@@ -4,7 +4,7 @@ import { userCaller } from '../../auth/current-user.js'
 import { policy } from '../../auth/policies.js'
 import type { SessionCaller } from '../../auth/sessions.js'
 import { AppError } from '../../http/errors.js'
-import { clientHost } from '../clients.js'
+import { clientHost, type OAuthClient } from '../clients.js'
 import { consentPage, signInPage } from '../pages.js'
 import { AuthorizeQuery, ConsentBody, ConsentDetails, ConsentLoginBody, ConsentQuery, DecisionAnswer, Redirect, tags } from '../schemas.js'
 import { describeScopes } from '../scopes.js'
@@ -28,6 +28,9 @@ export const browserRoutes: FastifyPluginAsyncTypebox = async (app) => {
     schema: {
       tags, summary: 'Authorization endpoint (authorization code with PKCE S256)',
       description: 'An unknown client or a redirect URI not registered for it → 400 (HTML page, or JSON with `Accept: application/json`), never a redirect. ' +
+        'A `client_id` that is an https URL with a path is a Client ID Metadata Document: the service fetches it (5 s, 64 KiB, JSON, no redirects, ' +
+        'public addresses only, cached per its cache headers up to 24 h), and a document that cannot be used answers that 400 with the reason in ' +
+        '`error_description`. ' +
         'Once those are known, every other error redirects to the client with `error`, `error_description`, `state` (when sent) and `iss` (RFC 9207): ' +
         '`invalid_request` (missing PKCE, `plain`, a malformed parameter), `unsupported_response_type`, `invalid_scope`, `access_denied` while login is off, ' +
         '`login_required` / `consent_required` for `prompt=none`. `state` is optional (PKCE S256 is required). For `http://127.0.0.1` and `http://[::1]` ' +
@@ -52,7 +55,8 @@ export const browserRoutes: FastifyPluginAsyncTypebox = async (app) => {
     schema: {
       tags, summary: 'The consent page (HTML), or its details as JSON',
       description: 'HTML by default: a sign-in form when the browser has no session, else the client, the scopes in plain words, a team choice and ' +
-        'Approve / Deny, under a strict Content-Security-Policy. With `Accept: application/json`, the same details for a separate frontend. ' +
+        'Approve / Deny, under a strict Content-Security-Policy. A client known only by its metadata document is marked as not registered with ' +
+        'this service, with the host its details come from. With `Accept: application/json`, the same details for a separate frontend. ' +
         'A signed-in browser binds the request to its session; a remembered consent redirects straight to the client with a code.',
       querystring: ConsentQuery,
       response: { 200: ConsentDetails, 302: Redirect },
@@ -71,18 +75,20 @@ export const browserRoutes: FastifyPluginAsyncTypebox = async (app) => {
       return {
         success: true as const,
         data: {
-          request_id: requestId, client_id: client.id, client_name: client.name, client_uri: client.uri ?? null, scopes: describeScopes(scopes),
-          teams, csrf_token: csrfToken, signed_in: csrfToken !== null,
+          request_id: requestId, client_id: client.id, client_name: client.name, client_uri: client.uri ?? null,
+          client_registered: client.documentHost === undefined, client_id_document_host: client.documentHost ?? null,
+          scopes: describeScopes(scopes), teams, csrf_token: csrfToken, signed_in: csrfToken !== null,
         },
       }
     }
     if (session === null || csrfToken === null) {
-      return sendPage(reply, 200, signInPage({ clientName: client.name, requestId, providerHref: await providerHref(requestId) }))
+      return sendPage(reply, 200, signInPage({ clientName: client.name, documentHost: client.documentHost, requestId, providerHref: await providerHref(requestId) }))
     }
     const remembered = await oauth().consent.remembered(view.request, session)
     if (remembered !== null) return reply.redirect(remembered, 302)
     return sendPage(reply, 200, consentPage({
-      clientName: client.name, clientId: client.id, clientHost: clientHost(client), requestId, csrfToken, username: session.user.username, scopes, teams,
+      clientName: client.name, clientId: client.id, clientHost: clientHost(client), documentHost: client.documentHost,
+      requestId, csrfToken, username: session.user.username, scopes, teams,
     }), [new URL(view.request.redirectUri).origin])
   })
 
@@ -129,9 +135,9 @@ export const browserRoutes: FastifyPluginAsyncTypebox = async (app) => {
     if (origin !== undefined && !oauth().isAllowedOrigin(origin)) {
       throw new AppError(403, 'FORBIDDEN', 'Cross-site sign-in refused: its Origin is not allowed.', { origin })
     }
-    let clientName: string
+    let client: OAuthClient
     try {
-      clientName = (await oauth().consent.view(requestId, null)).client.name
+      client = (await oauth().consent.view(requestId, null)).client
     } catch (error) {
       return failPage(request, reply, error)
     }
@@ -143,7 +149,7 @@ export const browserRoutes: FastifyPluginAsyncTypebox = async (app) => {
       if (!(error instanceof AppError) || wantsJson(request)) throw error
       if (error.headers) reply.headers(error.headers)
       return sendPage(reply, error.statusCode, signInPage({
-        clientName, requestId, error: error.message, login, providerHref: await providerHref(requestId),
+        clientName: client.name, documentHost: client.documentHost, requestId, error: error.message, login, providerHref: await providerHref(requestId),
       }))
     }
     return reply.redirect(`/api/oauth2/consent?request_id=${encodeURIComponent(requestId)}`, 303)

@@ -1,0 +1,177 @@
+import { lookup } from 'node:dns/promises'
+import type { IncomingHttpHeaders } from 'node:http'
+import { request } from 'node:https'
+import { isIP, type LookupFunction } from 'node:net'
+import { rootCertificates } from 'node:tls'
+import { specialUseKind } from './special-use-addresses.js'
+
+/** What an outbound GET may cost at most, unless the caller says otherwise. */
+export const OUTBOUND_TIMEOUT_MS = 5000
+export const OUTBOUND_MAX_BYTES = 64 * 1024
+
+export interface OutboundOptions {
+  /**
+   * `host` or `host:port` entries (lower case, IPv6 in brackets) whose addresses are not checked:
+   * OUTBOUND_ALLOWED_HOSTS, for documents served inside the operator's own network.
+   */
+  allowedHosts: readonly string[]
+  /** CA certificates (PEM) trusted on top of Node's own store; tests pass their self-signed one. */
+  ca?: readonly string[]
+  /** The whole request — resolution, connection, answer and body — must finish within this. */
+  timeoutMs?: number
+  maxBytes?: number
+  /** Resolves a host name to every address it has (default: the system resolver); tests answer for names no DNS server knows. */
+  resolveHost?: (hostname: string) => Promise<ResolvedAddress[]>
+}
+
+export interface ResolvedAddress {
+  address: string
+  family: number
+}
+
+export interface OutboundResponse {
+  status: number
+  headers: IncomingHttpHeaders
+  /** Read for a 200 only; empty for any other status. */
+  body: Buffer
+}
+
+export type OutboundFailure = 'not_https' | 'refused_address' | 'unresolvable' | 'timeout' | 'too_large' | 'network'
+
+/** Why an outbound request was not made or did not finish; the message is fit for the client. */
+export class OutboundError extends Error {
+  constructor(readonly reason: OutboundFailure, message: string) {
+    super(message)
+    this.name = 'OutboundError'
+  }
+}
+
+/**
+ * GET over https to URLs that third parties choose, safe against server-side request forgery:
+ * the host name is resolved once, every address it resolves to must be public (see
+ * special-use-addresses.ts) unless the host is in `allowedHosts`, and the connection goes to the
+ * address that was checked — the socket's own lookup answers it — so a second DNS answer cannot
+ * point elsewhere (DNS rebinding). Redirects are never followed; the answer's status is returned.
+ * One fresh connection per request (no pooled socket reaches an address checked for another host).
+ */
+export class OutboundFetch {
+  private readonly timeoutMs: number
+  private readonly maxBytes: number
+  private readonly ca: string[] | undefined
+  private readonly allowed: ReadonlySet<string>
+  private readonly resolveHost: (hostname: string) => Promise<ResolvedAddress[]>
+
+  constructor(options: OutboundOptions) {
+    this.resolveHost = options.resolveHost ?? ((hostname) => lookup(hostname, { all: true, verbatim: true }))
+    this.timeoutMs = options.timeoutMs ?? OUTBOUND_TIMEOUT_MS
+    this.maxBytes = options.maxBytes ?? OUTBOUND_MAX_BYTES
+    // Node replaces its store with `ca` when given: keep the public roots next to the extra ones.
+    this.ca = options.ca === undefined || options.ca.length === 0 ? undefined : [...rootCertificates, ...options.ca]
+    this.allowed = new Set(options.allowedHosts)
+  }
+
+  async get(url: URL, headers: Record<string, string> = {}): Promise<OutboundResponse> {
+    if (url.protocol !== 'https:') throw new OutboundError('not_https', 'only https URLs are fetched')
+    const controller = new AbortController()
+    const timer = setTimeout(() => controller.abort(), this.timeoutMs)
+    const timedOut = new Promise<never>((_resolve, reject) => {
+      controller.signal.addEventListener('abort', () => reject(new OutboundError('timeout', `no complete answer within ${this.timeoutMs / 1000} seconds`)))
+    })
+    // A rejection nobody awaits yet (the race below settled first) is not an error.
+    timedOut.catch(() => {})
+    try {
+      const target = await Promise.race([this.resolve(url), timedOut])
+      return await Promise.race([this.fetch(url, target, headers, controller.signal), timedOut])
+    } finally {
+      clearTimeout(timer)
+    }
+  }
+
+  /** The address to connect to, checked. */
+  private async resolve(url: URL): Promise<ResolvedAddress> {
+    const host = url.hostname.replace(/^\[(.*)\]$/, '$1')
+    const port = url.port === '' ? '443' : url.port
+    const allowed = this.allowed.has(url.hostname) || this.allowed.has(`${url.hostname}:${port}`)
+    let addresses: ResolvedAddress[]
+    const literal = isIP(host) !== 0
+    if (literal) {
+      addresses = [{ address: host, family: isIP(host) }]
+    } else {
+      try {
+        addresses = await this.resolveHost(host)
+      } catch {
+        throw new OutboundError('unresolvable', 'its host name does not resolve')
+      }
+      if (addresses.length === 0) throw new OutboundError('unresolvable', 'its host name does not resolve')
+    }
+    if (!allowed) {
+      // Every address, not just the one used: a name that also points inside is refused outright.
+      for (const { address } of addresses) {
+        const kind = specialUseKind(address)
+        if (kind !== null) {
+          throw new OutboundError('refused_address', `its host ${literal ? 'is' : 'resolves to'} a non-public address (${kind}), which this service does not connect to`)
+        }
+      }
+    }
+    return addresses[0]!
+  }
+
+  private fetch(url: URL, target: ResolvedAddress, headers: Record<string, string>, signal: AbortSignal): Promise<OutboundResponse> {
+    const pinned: LookupFunction = (_hostname, options, callback) => {
+      if (options.all === true) (callback as (error: null, addresses: ResolvedAddress[]) => void)(null, [target])
+      else callback(null, target.address, target.family)
+    }
+    return new Promise((resolve, reject) => {
+      const outgoing = request(url, {
+        method: 'GET',
+        headers,
+        agent: false,
+        lookup: pinned,
+        signal,
+        ...(this.ca === undefined ? {} : { ca: this.ca }),
+      }, (response) => {
+        const status = response.statusCode ?? 0
+        if (status !== 200) {
+          response.destroy()
+          resolve({ status, headers: response.headers, body: Buffer.alloc(0) })
+          return
+        }
+        const declared = Number(response.headers['content-length'])
+        if (Number.isFinite(declared) && declared > this.maxBytes) {
+          response.destroy()
+          reject(this.tooLarge())
+          return
+        }
+        const chunks: Buffer[] = []
+        let size = 0
+        response.on('data', (chunk: Buffer) => {
+          size += chunk.length
+          // Stop reading at the limit rather than buffer whatever the server sends.
+          if (size > this.maxBytes) {
+            response.destroy()
+            reject(this.tooLarge())
+            return
+          }
+          chunks.push(chunk)
+        })
+        response.on('end', () => resolve({ status, headers: response.headers, body: Buffer.concat(chunks) }))
+        response.on('error', (error) => reject(networkError(error)))
+        // Cut off before its end (settles nothing once the body is complete or refused).
+        response.on('close', () => {
+          if (!response.complete) reject(new OutboundError('network', 'its answer was cut off'))
+        })
+      })
+      outgoing.on('error', (error) => reject(networkError(error)))
+      outgoing.end()
+    })
+  }
+
+  private tooLarge(): OutboundError {
+    return new OutboundError('too_large', `it is larger than ${Math.floor(this.maxBytes / 1024)} KiB`)
+  }
+}
+
+function networkError(error: Error & { code?: string }): OutboundError {
+  if (error instanceof OutboundError) return error
+  return new OutboundError('network', `it could not be fetched (${error.code ?? error.message})`)
+}

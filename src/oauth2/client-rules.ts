@@ -1,0 +1,44 @@
+import { SCOPES, type Scope } from '../auth/policies.js'
+import { oauthError } from '../http/errors.js'
+import type { ClientMetadata } from './client-metadata.js'
+import { acceptableRedirectUri, GRANT_TYPES, type GrantType } from './clients.js'
+import { invalidClientMetadata } from './errors.js'
+import { parseScope } from './scopes.js'
+
+/** A client's metadata as RFC 7591 §2 names it: a registration body, or a Client ID Metadata Document. */
+export interface ClientDescription extends ClientMetadata {
+  redirect_uris: string[]
+  client_name?: string
+  scope?: string
+  grant_types?: string[]
+  response_types?: string[]
+  token_endpoint_auth_method?: string
+}
+
+export interface SettledClient {
+  redirectUris: string[]
+  grantTypes: GrantType[]
+  scopes: Scope[]
+}
+
+/**
+ * The rules every client's metadata follows, however the client came (registration or a metadata
+ * document): public, PKCE-only, the code response type, redirect URIs that are https or http on a
+ * loopback host without a fragment. Throws the RFC 7591 §3.2.2 error.
+ */
+export function settleClient(body: ClientDescription): SettledClient {
+  const badUri = body.redirect_uris.find((uri) => !acceptableRedirectUri(uri))
+  if (badUri !== undefined) {
+    throw oauthError(400, 'invalid_redirect_uri', `Redirect URIs must be https, or http on a loopback host, without a fragment: ${badUri}`)
+  }
+  if (body.response_types !== undefined && body.response_types.some((type) => type !== 'code')) {
+    throw invalidClientMetadata('Only the code response type is supported.')
+  }
+  const grantTypes = body.grant_types === undefined ? [...GRANT_TYPES] : [...new Set(body.grant_types)]
+  if (grantTypes.some((type) => !GRANT_TYPES.includes(type as GrantType)) || !grantTypes.includes('authorization_code')) {
+    throw invalidClientMetadata('grant_types must include authorization_code and may add refresh_token.')
+  }
+  const scopes = body.scope === undefined ? [...SCOPES] : parseScope(body.scope)
+  if (scopes === null || scopes.length === 0) throw invalidClientMetadata('scope names an unknown scope.')
+  return { redirectUris: [...new Set(body.redirect_uris)], grantTypes: grantTypes as GrantType[], scopes }
+}

@@ -1,0 +1,85 @@
+import { describe, expect, it } from 'vitest'
+import { specialUseKind } from '../../src/lib/special-use-addresses.js'
+
+/** Addresses an outbound request may not reach (RFC 6890 and the IANA special-purpose registries), and some it may. */
+const TABLE: Array<[address: string, kind: string | null]> = [
+  // IPv4
+  ['0.0.0.0', 'unspecified'],
+  ['0.1.2.3', 'unspecified'],
+  ['10.0.0.1', 'private'],
+  ['10.255.255.255', 'private'],
+  ['100.64.0.1', 'shared, carrier-grade NAT'],
+  ['100.127.255.255', 'shared, carrier-grade NAT'],
+  ['100.128.0.1', null],
+  ['127.0.0.1', 'loopback'],
+  ['127.255.255.254', 'loopback'],
+  ['169.254.169.254', 'link-local'],
+  ['172.15.255.255', null],
+  ['172.16.0.1', 'private'],
+  ['172.31.255.255', 'private'],
+  ['172.32.0.1', null],
+  ['192.0.0.8', 'IETF protocol assignment'],
+  ['192.0.2.1', 'documentation'],
+  ['192.88.99.1', '6to4 relay anycast'],
+  ['192.168.0.1', 'private'],
+  ['198.18.0.1', 'benchmarking'],
+  ['198.19.255.255', 'benchmarking'],
+  ['198.51.100.7', 'documentation'],
+  ['203.0.113.9', 'documentation'],
+  ['224.0.0.1', 'multicast'],
+  ['239.255.255.250', 'multicast'],
+  ['240.0.0.1', 'reserved'],
+  ['255.255.255.255', 'reserved'],
+  ['1.1.1.1', null],
+  ['8.8.8.8', null],
+  ['93.184.216.34', null],
+  ['223.255.255.255', null],
+  // IPv6
+  ['::', 'unspecified'],
+  ['::1', 'loopback'],
+  ['0:0:0:0:0:0:0:1', 'loopback'],
+  ['fe80::1', 'link-local'],
+  ['fe80::1%eth0', 'link-local'],
+  ['febf:ffff::1', 'link-local'],
+  ['fc00::1', 'unique-local'],
+  ['fd12:3456:789a::1', 'unique-local'],
+  ['ff02::1', 'multicast'],
+  ['ff0e::101', 'multicast'],
+  ['2001:db8::1', 'documentation'],
+  ['3fff::1', 'documentation'],
+  ['2001::1', 'IETF protocol assignment'],
+  ['2001:0:4136:e378::1', 'IETF protocol assignment'],
+  ['100::1', 'discard-only'],
+  ['64:ff9b:1::1', 'NAT64 local use'],
+  ['fec0::1', 'reserved'],
+  ['::10.0.0.1', 'reserved'],
+  ['4000::1', 'reserved'],
+  ['2606:4700:4700::1111', null],
+  ['2a00:1450:4001:80b::200e', null],
+  ['2001:4860:4860::8888', null],
+  // IPv6 carrying IPv4: judged by the IPv4 address
+  ['::ffff:127.0.0.1', 'loopback, IPv4-mapped'],
+  ['::ffff:7f00:1', 'loopback, IPv4-mapped'],
+  ['::ffff:10.1.2.3', 'private, IPv4-mapped'],
+  ['::ffff:a9fe:a9fe', 'link-local, IPv4-mapped'],
+  ['0:0:0:0:0:ffff:192.168.1.1', 'private, IPv4-mapped'],
+  ['::ffff:8.8.8.8', null],
+  ['64:ff9b::10.0.0.1', 'private, NAT64'],
+  ['64:ff9b::7f00:1', 'loopback, NAT64'],
+  ['64:ff9b::808:808', null],
+  ['2002:a00:1::1', 'private, 6to4'],
+  ['2002:7f00:1::', 'loopback, 6to4'],
+  ['2002:808:808::1', null],
+  // Not addresses at all
+  ['localhost', 'invalid'],
+  ['example.com', 'invalid'],
+  ['[::1]', 'invalid'],
+  ['256.0.0.1', 'invalid'],
+  ['', 'invalid'],
+]
+
+describe('specialUseKind', () => {
+  it.each(TABLE)('%s → %s', (address, kind) => {
+    expect(specialUseKind(address)).toBe(kind)
+  })
+})
