@@ -63,3 +63,6 @@ export const paginate = (total: number, limit: number, offset: number) => ({
  * (The OpenAPI 3.0 document shows it as `nullable: true`.)
  */
 export const Nullable = <T extends TSchema & { type: string }>(schema: T) => Type.Unsafe<Static<T> | null>({ ...schema, type: [schema.type, 'null'] })
+
+/** A nullable timestamp as the API writes every timestamp: ISO 8601 UTC, or null. */
+export const isoOrNull = (date: Date | null): string | null => (date === null ? null : date.toISOString())

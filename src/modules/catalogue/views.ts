@@ -1,8 +1,7 @@
+import { isoOrNull } from '../../http/envelope.js'
 import type { CategoryWithCount } from '../../db/repositories/categories.js'
 import type { ServerRow } from '../../db/repositories/server-filters.js'
 import type { VersionRow } from '../../db/repositories/server-versions.js'
-
-const iso = (date: Date | null): string | null => (date === null ? null : date.toISOString())
 
 export function categoryView(category: CategoryWithCount) {
   return {
@@ -55,7 +54,7 @@ export function versionView(version: VersionRow) {
     version: version.version,
     status: version.status,
     changelog: version.changelog,
-    release_date: iso(version.releaseDate),
+    release_date: isoOrNull(version.releaseDate),
     packages: version.packages,
     remotes: version.remotes,
     is_latest: version.isLatest,

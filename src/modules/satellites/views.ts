@@ -1,7 +1,6 @@
+import { isoOrNull } from '../../http/envelope.js'
 import { registrationTokenStatus, type RegistrationTokenRow } from '../../db/repositories/registration-tokens.js'
 import { satelliteStatus, type SatelliteRow } from '../../db/repositories/satellites.js'
-
-const iso = (date: Date | null) => (date === null ? null : date.toISOString())
 
 export function tokenView(row: RegistrationTokenRow, now: Date) {
   return {
@@ -11,9 +10,9 @@ export function tokenView(row: RegistrationTokenRow, now: Date) {
     created_by: row.createdBy,
     status: registrationTokenStatus(row, now),
     expires_at: row.expiresAt.toISOString(),
-    used_at: iso(row.usedAt),
+    used_at: isoOrNull(row.usedAt),
     used_by_satellite_id: row.usedBySatelliteId,
-    revoked_at: iso(row.revokedAt),
+    revoked_at: isoOrNull(row.revokedAt),
     created_at: row.createdAt.toISOString(),
   }
 }
@@ -31,8 +30,8 @@ export function satelliteView(row: SatelliteRow, silentSince: Date) {
     system_info: row.systemInfo,
     system_metrics: row.systemMetrics,
     version: row.version,
-    last_heartbeat_at: iso(row.lastHeartbeatAt),
-    disabled_at: iso(row.disabledAt),
+    last_heartbeat_at: isoOrNull(row.lastHeartbeatAt),
+    disabled_at: isoOrNull(row.disabledAt),
     registered_at: row.registeredAt.toISOString(),
     created_at: row.createdAt.toISOString(),
     updated_at: row.updatedAt.toISOString(),
