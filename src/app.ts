@@ -18,7 +18,7 @@ import type { Caller, CredentialVerifiers } from './auth/caller.js'
 import type { Config } from './config.js'
 import { DatabaseLifecycle } from './db/lifecycle.js'
 import { csrfGuard } from './http/csrf.js'
-import { clientErrorHandler, frameworkErrors, installErrorHandler, MAX_PARAM_LENGTH } from './http/error-handler.js'
+import { clientErrorHandler, coreErrorHandler, frameworkErrors, installErrorHandler, MAX_PARAM_LENGTH } from './http/error-handler.js'
 import { errors } from './http/errors.js'
 import { installGracefulClose } from './http/graceful-close.js'
 import { loggerOptions } from './http/logging.js'
@@ -36,6 +36,9 @@ import { versionRoutes } from './modules/catalogue/versions-routes.js'
 import { satelliteAgentRoutes } from './modules/satellites/agent-routes.js'
 import { satelliteRoutes } from './modules/satellites/routes.js'
 import { registrationTokenRoutes } from './modules/satellites/token-routes.js'
+import { pluginsRoutes } from './modules/admin/plugins-routes.js'
+import { raisedByCore } from './plugin-host/guard.js'
+import { PluginHost } from './plugin-host/host.js'
 import { createServices, type OutboundOverrides, type Services } from './services.js'
 
 declare module 'fastify' {
@@ -63,6 +66,8 @@ export interface BuildOptions {
   extend?: FastifyPluginAsync
   /** Outbound requests (client metadata documents): extra trusted CA certificates, a shorter timeout (tests). */
   outbound?: OutboundOverrides
+  /** How long a plugin's `register` may take (tests shorten it). */
+  pluginRegisterTimeoutMs?: number
 }
 
 /** A ready Fastify instance: no listen, no process access (STYLE 1). */
@@ -87,23 +92,39 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
 
   for (const warning of config.warnings) app.log.warn(warning)
 
-  const lifecycle = new DatabaseLifecycle(config, app.log, (database) =>
-    createServices(database, { config, clock, log: app.log, credentials: options.credentials, limits, outbound: options.outbound }),
-  )
+  const lifecycle = new DatabaseLifecycle(config, app.log, async (database) => {
+    const services = await createServices(database, {
+      config, clock, log: app.log, credentials: options.credentials, limits, outbound: options.outbound, pluginSettings: plugins.settings(),
+    })
+    await plugins.recordLoads(services.audit)
+    return services
+  })
+  const plugins = new PluginHost({
+    dir: config.pluginsDir,
+    disabled: config.pluginsDisabled,
+    log: app.log,
+    clock,
+    services: () => lifecycle.current,
+    bodyLimit: BODY_LIMIT,
+    coreErrorHandler: coreErrorHandler(BODY_LIMIT),
+    registerTimeoutMs: options.pluginRegisterTimeoutMs,
+  })
   app.decorate('services', { getter: () => lifecycle.current })
   app.decorateRequest('caller', null)
 
   installValidators(app)
   installErrorHandler(app, { bodyLimit: BODY_LIMIT })
-  // Before @fastify/swagger: the guard writes each route's `security` that the document shows.
+  // Before @fastify/swagger: the guards write each route's `security` and tags that the document
+  // shows, and a route they refuse never reaches it.
   installRouteGuard(app, { limiter: config.rateLimitEnabled ? limiters(app, limits) : null })
+  plugins.install(app)
   // JSON only; the OAuth endpoints add form bodies in their own context.
   app.removeContentTypeParser('text/plain')
 
   await app.register(cookie)
   await registerCors(app, config)
   await registerRateLimits(app, config, options.rateLimitNamespace)
-  await registerOpenApi(app, config)
+  await registerOpenApi(app, config, plugins)
 
   // The one onRequest hook: headers every answer carries, the setup gate, then the route policy.
   // Callback style keeps public routes free of promise overhead.
@@ -112,12 +133,15 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   app.addHook('onRequest', (request, reply, done) => {
     reply.headers(headers)
     reply.header('x-request-id', request.id)
-    if (isClosing()) return done(errors.shuttingDown())
+    // Errors raised here are the core's: a plugin's own error handler passes them on unchanged.
+    if (isClosing()) return done(raisedByCore(errors.shuttingDown()))
     if (request.is404) return done()
-    const { auth, beforeSetup, limiter } = request.routeOptions.config
-    if (beforeSetup !== true && !lifecycle.ready) return done(errors.databaseNotConfigured())
+    const { auth, beforeSetup, limiter, plugin } = request.routeOptions.config
+    // The routes of a plugin that failed after adding them do not exist.
+    if (plugin !== undefined && plugin.status !== 'loaded') return done(raisedByCore(errors.routeNotFound(request.method, request.url)))
+    if (beforeSetup !== true && !lifecycle.ready) return done(raisedByCore(errors.databaseNotConfigured()))
     const refused = crossSite(request)
-    if (refused !== null) return done(refused)
+    if (refused !== null) return done(raisedByCore(refused))
     if (limiter === undefined && (auth === undefined || auth.kind === 'public')) return done()
     const counted = limiter === undefined ? Promise.resolve() : (limiter.call(app, request, reply, () => {}) as unknown as Promise<void>)
     counted
@@ -125,7 +149,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       .then((caller) => {
         request.caller = caller
         done()
-      }, done)
+      }, (error: Error) => done(raisedByCore(error)))
   })
   app.addHook('onClose', () => lifecycle.close())
 
@@ -149,6 +173,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await app.register(registrationTokenRoutes)
     await app.register(satelliteAgentRoutes)
     await app.register(satelliteRoutes)
+    await app.register(pluginsRoutes, { plugins })
+    // Last: extension plugins mount beside the finished core.
+    await plugins.mount(app)
     if (options.extend) await app.register(options.extend)
     await lifecycle.start()
     await app.ready()

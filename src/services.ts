@@ -16,6 +16,7 @@ import { registrationTokensRepository } from './db/repositories/registration-tok
 import { satellitesRepository } from './db/repositories/satellites.js'
 import { sessionsRepository } from './db/repositories/sessions.js'
 import { settingsRepository } from './db/repositories/settings.js'
+import { pluginItemsRepository, type PluginItemsRepository } from './db/repositories/plugin-items.js'
 import { teamsRepository, type TeamsRepository } from './db/repositories/teams.js'
 import { usersRepository, type UsersRepository } from './db/repositories/users.js'
 import type { Database } from './db/types.js'
@@ -35,6 +36,7 @@ import { MailService, type MailLogger } from './modules/mail/service.js'
 import { RegistrationJwt } from './modules/satellites/registration-jwt.js'
 import { RegistrationTokens } from './modules/satellites/registration-tokens.js'
 import { SatelliteService } from './modules/satellites/service.js'
+import { CORE_GROUPS, CORE_SETTINGS, type SettingDefinition, type SettingGroup } from './modules/settings/definitions.js'
 import { SettingsService } from './modules/settings/service.js'
 import { TeamService } from './modules/teams/service.js'
 import { ProviderClient } from './modules/provider-login/client.js'
@@ -67,6 +69,8 @@ export interface Services {
   versionService: VersionService
   registrationTokens: RegistrationTokens
   satellites: SatelliteService
+  /** The items of extension plugins' collections. */
+  pluginItems: PluginItemsRepository
   limits: AbuseLimits
   credentials: CredentialVerifiers
   /** Deletes expired sessions, email tokens, OAuth requests, codes and tokens; run periodically by the lifecycle. */
@@ -81,6 +85,8 @@ export interface ServiceOptions {
   /** Replaces credential checks (tests of the policy mechanism). */
   credentials?: Partial<CredentialVerifiers>
   outbound?: OutboundOverrides
+  /** Settings the loaded extension plugins declare (`plugin.<id>.*`). */
+  pluginSettings?: { definitions: Readonly<Record<string, SettingDefinition>>; groups: readonly SettingGroup[] }
 }
 
 /** Requests to addresses third parties choose (client metadata documents); tests trust their own CA and shorten the timeout. */
@@ -90,12 +96,14 @@ export interface OutboundOverrides {
   timeoutMs?: number
 }
 
-export async function createServices(database: Database, { config, clock, log, limits: limitOverrides, credentials, outbound }: ServiceOptions): Promise<Services> {
+export async function createServices(database: Database, { config, clock, log, limits: limitOverrides, credentials, outbound, pluginSettings }: ServiceOptions): Promise<Services> {
   const settings = new SettingsService({
     repository: settingsRepository(database),
     box: createSecretBox(deriveKey(config.encryptionSecret, 'settings-encryption')),
     clock,
     config,
+    definitions: { ...CORE_SETTINGS, ...pluginSettings?.definitions },
+    groups: [...CORE_GROUPS, ...(pluginSettings?.groups ?? [])],
   })
   await settings.init()
   const limits = { ...DEFAULT_LIMITS, ...limitOverrides }
@@ -141,6 +149,7 @@ export async function createServices(database: Database, { config, clock, log, l
   return {
     registrationTokens,
     satellites,
+    pluginItems: pluginItemsRepository(database),
     oauth,
     categoryService: new CategoryService({ database, categories, audit, clock }),
     serverService,

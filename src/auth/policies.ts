@@ -1,4 +1,4 @@
-import type { Permission, TeamPermission } from './permissions.js'
+import { ROLE_PERMISSIONS, type Permission, type TeamPermission } from './permissions.js'
 
 /**
  * Every route declares who may call it in `config.auth`. The onRoute guard refuses
@@ -59,4 +59,22 @@ export function openApiSecurity(routePolicy: RoutePolicy): Array<Record<string, 
     case 'registration_token':
       return [{ registrationToken: [] }]
   }
+}
+
+const KINDS = new Set(['public', 'session', 'dual', 'bearer', 'satellite', 'registration_token'])
+const GLOBAL_PERMISSIONS = new Set<string>(ROLE_PERMISSIONS.global_admin)
+const TEAM_PERMISSIONS = new Set<string>(ROLE_PERMISSIONS.team_admin)
+
+/**
+ * Whether `value` is a policy the hook can enforce: a known kind, known scopes and permissions.
+ * Core routes are typed; this checks what extension plugins put in their route config.
+ */
+export function isRoutePolicy(value: unknown): value is RoutePolicy {
+  if (typeof value !== 'object' || value === null) return false
+  const { kind, scope, permission, teamPermission } = value as Record<string, unknown>
+  if (typeof kind !== 'string' || !KINDS.has(kind)) return false
+  if ((kind === 'dual' || kind === 'bearer') !== (scope !== undefined)) return false
+  if (scope !== undefined && !(SCOPES as readonly unknown[]).includes(scope)) return false
+  if (permission !== undefined && !GLOBAL_PERMISSIONS.has(permission as string)) return false
+  return teamPermission === undefined || TEAM_PERMISSIONS.has(teamPermission as string)
 }

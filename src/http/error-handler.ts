@@ -24,11 +24,18 @@ const FOREIGN_KEY_CODES = new Set(['23503', 'SQLITE_CONSTRAINT_FOREIGNKEY'])
 
 /** Every thrown error becomes one envelope here, and only here. */
 export function installErrorHandler(app: FastifyInstance, { bodyLimit }: { bodyLimit: number }): void {
-  app.setErrorHandler((error: FastifyError, request, reply) => sendError(request, reply, toAppError(error, bodyLimit), error))
+  app.setErrorHandler(coreErrorHandler(bodyLimit))
 
   app.setNotFoundHandler((request) => {
     throw errors.routeNotFound(request.method, request.url)
   })
+}
+
+export type ErrorHandler = (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => FastifyReply
+
+/** The service's error handler; plugin error handlers defer to it for the errors the core raised. */
+export function coreErrorHandler(bodyLimit: number): ErrorHandler {
+  return (error, request, reply) => sendError(request, reply, toAppError(error, bodyLimit), error)
 }
 
 function sendError(request: FastifyRequest, reply: FastifyReply, appError: AppError, cause: unknown): FastifyReply {

@@ -7,12 +7,13 @@ import type { DatabaseLifecycle } from '../db/lifecycle.js'
 import { ErrorBody } from './envelope.js'
 import { errors } from './errors.js'
 import { setRouteDefaults } from './route-guard.js'
+import type { PluginHost } from '../plugin-host/host.js'
 
 /** API contract version, independent of the package version. */
 export const API_VERSION = '0.20.5'
 
 /** The document is generated from the route schemas; nothing is written by hand. */
-export async function registerOpenApi(app: FastifyInstance, config: Config): Promise<void> {
+export async function registerOpenApi(app: FastifyInstance, config: Config, plugins: PluginHost): Promise<void> {
   app.addSchema(ErrorBody)
   await app.register(swagger, {
     openapi: {
@@ -47,6 +48,16 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
           },
         },
       },
+    },
+    // A plugin that failed after adding routes is absent from the document as from the router;
+    // each loaded plugin's routes sit under its own tag.
+    transform: ({ schema, url, route }) => {
+      const plugin = route.config?.plugin
+      return { schema: plugin !== undefined && plugin.status !== 'loaded' ? { ...schema, hide: true } : schema, url }
+    },
+    transformObject: (document) => {
+      const openapiObject = 'openapiObject' in document ? document.openapiObject : {}
+      return { ...openapiObject, tags: [...(openapiObject.tags ?? []), ...plugins.tags()] }
     },
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
   })

@@ -98,6 +98,8 @@ export function installRouteGuard(app: FastifyInstance, { limiter }: { limiter: 
   app.addHook('onRoute', function guard(route) {
     const defaults = (this as unknown as Record<symbol, RouteDefaults | undefined>)[kRouteDefaults]
     route.config = { ...defaults, ...route.config }
+    // A policy left undefined on purpose gets the default too, never none.
+    if (route.config.auth === undefined && defaults?.auth !== undefined) route.config.auth = defaults.auth
     const auth = route.config.auth
     const name = `${route.method} ${route.url}`
     if (auth === undefined) throw new Error(`Route ${name} declares no auth policy (config.auth)`)

@@ -9,16 +9,28 @@ import type { FieldProblem } from './errors.js'
  * unknown properties: schemas say `additionalProperties: false` and the request is refused.
  * Numbers must be finite: "Infinity" or 1e999 is not an integer.
  */
+const BASE_OPTIONS = { allErrors: true, removeAdditional: false, useDefaults: true, strict: false, strictNumbers: true, discriminator: true } as const
+
 export function installValidators(app: FastifyInstance): void {
-  const base = { allErrors: true, removeAdditional: false, useDefaults: true, strict: false, strictNumbers: true, discriminator: true } as const
-  const coercing = addFormats.default(new Ajv({ ...base, coerceTypes: 'array' }))
-  const strict = addFormats.default(new Ajv({ ...base, coerceTypes: false }))
+  const coercing = addFormats.default(new Ajv({ ...BASE_OPTIONS, coerceTypes: 'array' }))
+  const strict = addFormats.default(new Ajv({ ...BASE_OPTIONS, coerceTypes: false }))
   const compiler: FastifySchemaCompiler<object> = ({ schema, httpPart }) =>
     httpPart === 'body' ? guarded(strict.compile(schema), false) : guarded(coercing.compile(schema), true)
   app.setValidatorCompiler(compiler)
 }
 
-type Validate = ((data: unknown) => boolean) & { errors?: ErrorObject[] | null }
+export type Validate = ((data: unknown) => boolean) & { errors?: ErrorObject[] | null }
+
+/**
+ * A body validator outside any route, as strict as the routes' own (plugin collection stores
+ * validate the documents their plugin writes). Each call compiles with its own Ajv, so
+ * `shared` schemas (`$ref` targets) of one plugin never meet another's.
+ */
+export function bodyValidator(schema: unknown, shared: Readonly<Record<string, unknown>> = {}): Validate {
+  const ajv = addFormats.default(new Ajv({ ...BASE_OPTIONS, coerceTypes: false }))
+  for (const each of Object.values(shared)) ajv.addSchema(each as object)
+  return guarded(ajv.compile(schema as object), false)
+}
 
 const problem = (instancePath: string, keyword: string, message: string): ErrorObject[] =>
   [{ instancePath, schemaPath: '#', keyword, params: {}, message }]

@@ -100,6 +100,8 @@ export async function sweepAccounts(app: FastifyInstance, passwords: (username: 
   const keptServerId: string = (await catalogue('/api/mcp/servers/global', { name: 'Sweep kept' })).server.id
   const versionId: string = (await catalogue(`/api/mcp/servers/${targetServerId}/versions`, { version: '1.0.0' })).version.id
   await catalogue(`/api/mcp/servers/${keptServerId}/versions`, { version: '1.0.0' })
+  // An item of the example plugin's collection (plugins/notes), for its valid reads.
+  const noteId: string = (await catalogue('/api/plugin/notes/notes', { title: 'Sweep note' })).item.id
 
   // Satellites: the agent presents its key on its heartbeat route; the target is what the
   // management routes (disable, enable, delete) act on; the kept one answers the valid reads. The
@@ -228,6 +230,7 @@ export async function sweepAccounts(app: FastifyInstance, passwords: (username: 
       if (name === 'id' && path.startsWith('/api/mcp/servers/')) return keptServerId
       if (name === 'key') return 'global.enable_login'
       if (name === 'groupId') return 'global'
+      if (name === 'itemId') return noteId
       return undefined
     },
     async headersFor(credential): Promise<Record<string, string>> {
