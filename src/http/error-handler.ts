@@ -35,7 +35,8 @@ export type ErrorHandler = (error: FastifyError, request: FastifyRequest, reply:
 
 /** The service's error handler; plugin error handlers defer to it for the errors the core raised. */
 export function coreErrorHandler(bodyLimit: number): ErrorHandler {
-  return (error, request, reply) => sendError(request, reply, toAppError(error, bodyLimit), error)
+  // A route may have a lower limit than the service's (plugin collection documents): name that one.
+  return (error, request, reply) => sendError(request, reply, toAppError(error, request.routeOptions?.bodyLimit ?? bodyLimit), error)
 }
 
 function sendError(request: FastifyRequest, reply: FastifyReply, appError: AppError, cause: unknown): FastifyReply {

@@ -2,7 +2,7 @@ import { Type } from 'typebox'
 import { policy } from '../auth/policies.js'
 import { newId } from '../db/ids.js'
 import type { CollectionKey, PluginItemRow } from '../db/repositories/plugin-items.js'
-import { Ok, OkMessage, Pagination, paginate, PaginationQuery } from '../http/envelope.js'
+import { MAX_OFFSET, Ok, OkMessage, Pagination, paginate, PaginationQuery } from '../http/envelope.js'
 import { errors } from '../http/errors.js'
 import { bodyValidator, toFieldProblems, type Validate } from '../http/validation.js'
 import type { Clock } from '../lib/clock.js'
@@ -29,15 +29,19 @@ const toItem = (row: PluginItemRow): Item => ({
  * collection's schema, also when the plugin's own code writes it.
  */
 export function collectionStore(key: CollectionKey, validate: Validate, services: () => Services, clock: Clock): CollectionStore<Document> {
+  // The same rules as the collection routes, for documents a plugin's own routes write.
   const checked = (document: Document): Document => {
     if (!validate(document)) throw errors.validation(toFieldProblems(validate.errors ?? [], 'body'), 'The document does not match the collection schema.')
+    if (Buffer.byteLength(JSON.stringify(document)) > DOCUMENT_BODY_LIMIT) throw errors.payloadTooLarge(DOCUMENT_BODY_LIMIT)
     return document
   }
   return {
     async list({ limit = 20, offset = 0 } = {}) {
-      if (!Number.isInteger(limit) || limit < 1 || limit > 100 || !Number.isInteger(offset) || offset < 0) {
-        throw errors.validation([{ field: 'limit', message: 'limit must be 1–100 and offset at least 0' }])
-      }
+      const problems = [
+        ...(Number.isInteger(limit) && limit >= 1 && limit <= 100 ? [] : [{ field: 'limit', message: 'must be an integer from 1 to 100' }]),
+        ...(Number.isInteger(offset) && offset >= 0 && offset <= MAX_OFFSET ? [] : [{ field: 'offset', message: `must be an integer from 0 to ${MAX_OFFSET}` }]),
+      ]
+      if (problems.length > 0) throw errors.validation(problems)
       const { rows, total } = await services().pluginItems.page(key, limit, offset)
       return { items: rows.map(toItem), total }
     },

@@ -160,7 +160,8 @@ export class PluginHost implements GuardHost {
       status: state.status === 'loading' ? 'failed' : state.status,
       ...(state.error === null ? {} : { error: state.error }),
       route_count: state.status === 'loaded' ? state.routes.size : 0,
-      collections: state.manifest?.collections.map((collection) => collection.name) ?? [],
+      // What it serves: nothing unless loaded.
+      collections: state.status === 'loaded' ? (state.manifest?.collections.map((collection) => collection.name) ?? []) : [],
     }))
   }
 

@@ -83,7 +83,7 @@ const SATELLITE_KEY: Security = [{ satelliteKey: [] }]
 const REGISTRATION_TOKEN: Security = [{ registrationToken: [] }]
 const dual = (scope: string): Security => [{ cookieAuth: [] }, { bearerAuth: [scope] }]
 
-/** Routes whose policy this file knows: the core routes and the test routes above. */
+/** Routes whose policy this file knows: the core routes, the example plugin (plugins/notes) and the test routes above. */
 const KNOWN: Record<string, Security> = {
   'GET /api/health': PUBLIC,
   'GET /api/health/ready': PUBLIC,
@@ -124,6 +124,13 @@ const KNOWN: Record<string, Security> = {
   'GET /api/satellites/{id}': SESSION,
   'PUT /api/satellites/{id}': SESSION,
   'DELETE /api/satellites/{id}': SESSION,
+  'GET /api/admin/plugins': SESSION,
+  'GET /api/plugin/notes/notes': SESSION,
+  'POST /api/plugin/notes/notes': SESSION,
+  'GET /api/plugin/notes/notes/{itemId}': SESSION,
+  'PUT /api/plugin/notes/notes/{itemId}': SESSION,
+  'DELETE /api/plugin/notes/notes/{itemId}': SESSION,
+  'GET /api/plugin/notes/summary': SESSION,
 }
 
 type CredentialKind = 'session' | 'bearer' | 'satellite' | 'registration'
