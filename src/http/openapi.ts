@@ -10,7 +10,7 @@ import { setRouteDefaults } from './route-guard.js'
 import type { PluginHost } from '../plugin-host/host.js'
 
 /** API contract version, independent of the package version. */
-export const API_VERSION = '0.20.5'
+export const API_VERSION = '0.21.0'
 
 /** The document is generated from the route schemas; nothing is written by hand. */
 export async function registerOpenApi(app: FastifyInstance, config: Config, plugins: PluginHost): Promise<void> {
@@ -30,7 +30,10 @@ export async function registerOpenApi(app: FastifyInstance, config: Config, plug
           'that is not JSON → 415 `UNSUPPORTED_MEDIA_TYPE`; a request line and headers over 16 KiB → 431 `HEADERS_TOO_LARGE`. ' +
           'Lists take `limit` 1–100 (default 20) and `offset` 0–1 000 000 (default 0).\n\nA database that does not answer → 503 ' +
           '`DATABASE_UNAVAILABLE`; a request arriving while the instance shuts down → 503 `SHUTTING_DOWN` (it did not run; ' +
-          'send it again).',
+          'send it again).\n\nExtension plugins serve their routes under `/api/plugin/{id}`, each plugin under its own tag ' +
+          '`plugin:{id}`; the same envelope, validation and policies apply there. A plugin collection answers ' +
+          '`data: {items, pagination}` for its list and `data: {item}` for one item, an item being the document with ' +
+          '`id`, `created_at` and `updated_at`.',
         version: API_VERSION,
       },
       servers: [{ url: config.publicUrl, description: 'Development base address' }],

@@ -21,15 +21,28 @@ export function installValidators(app: FastifyInstance): void {
 
 export type Validate = ((data: unknown) => boolean) & { errors?: ErrorObject[] | null }
 
-/**
- * A body validator outside any route, as strict as the routes' own (plugin collection stores
- * validate the documents their plugin writes). Each call compiles with its own Ajv, so
- * `shared` schemas (`$ref` targets) of one plugin never meet another's.
- */
-export function bodyValidator(schema: unknown, shared: Readonly<Record<string, unknown>> = {}): Validate {
+/** One Ajv per set of shared schemas (the same objects under the same ids), reused across calls. */
+const ajvByShared = new Map<string, { ajv: Ajv; shared: Readonly<Record<string, unknown>> }>()
+
+function ajvFor(shared: Readonly<Record<string, unknown>>): Ajv {
+  const ids = Object.keys(shared).sort()
+  const key = ids.join('\n')
+  const cached = ajvByShared.get(key)
+  if (cached !== undefined && ids.every((id) => cached.shared[id] === shared[id])) return cached.ajv
   const ajv = addFormats.default(new Ajv({ ...BASE_OPTIONS, coerceTypes: false }))
   for (const each of Object.values(shared)) ajv.addSchema(each as object)
-  return guarded(ajv.compile(schema as object), false)
+  ajvByShared.set(key, { ajv, shared })
+  return ajv
+}
+
+/**
+ * A body validator outside any route, as strict as the routes' own (plugin collection stores
+ * validate the documents their plugin writes; the plugin guard compiles plugin schemas early).
+ * `shared` are the schemas `$ref`s may name; each distinct set gets its own Ajv, so one plugin's
+ * shared schemas never meet another's, and a schema compiled before is not compiled again.
+ */
+export function bodyValidator(schema: unknown, shared: Readonly<Record<string, unknown>> = {}): Validate {
+  return guarded(ajvFor(shared).compile(schema as object), false)
 }
 
 const problem = (instancePath: string, keyword: string, message: string): ErrorObject[] =>

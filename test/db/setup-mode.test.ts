@@ -137,7 +137,8 @@ describe.each(DIALECTS)('setup mode on %s', (dialect) => {
     expect(probed.json()).toEqual({ success: true, data: { login: true } })
 
     const rows = await rawRows(app.services.database, sql`select key from settings`)
-    expect(rows.map(([key]) => key).sort()).toEqual(Object.keys(CORE_SETTINGS).sort())
+    // The core's settings and those of the plugins loaded at start (the example, plugins/notes).
+    expect(rows.map(([key]) => key).sort()).toEqual([...Object.keys(CORE_SETTINGS), 'plugin.notes.greeting'].sort())
 
     const again = await setup(app, { type: dialect })
     expect(again.statusCode).toBe(409)
