@@ -21,7 +21,7 @@ import { csrfGuard } from './http/csrf.js'
 import { clientErrorHandler, coreErrorHandler, frameworkErrors, installErrorHandler, MAX_PARAM_LENGTH } from './http/error-handler.js'
 import { errors } from './http/errors.js'
 import { installGracefulClose } from './http/graceful-close.js'
-import { loggerOptions } from './http/logging.js'
+import { AccessLog, loggerOptions } from './http/logging.js'
 import { registerDocumentation, registerOpenApi } from './http/openapi.js'
 import { requestId } from './http/request-id.js'
 import { installRouteGuard } from './http/route-guard.js'
@@ -77,6 +77,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   const headers = securityHeaders(config)
   const app = Fastify({
     logger: options.logger ?? loggerOptions(config),
+    logController: new AccessLog(),
     genReqId: requestId,
     requestIdHeader: false,
     bodyLimit: BODY_LIMIT,
@@ -111,6 +112,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   })
   app.decorate('services', { getter: () => lifecycle.current })
   app.decorateRequest('caller', null)
+  app.decorateReply('errorCode', null)
 
   installValidators(app)
   installErrorHandler(app, { bodyLimit: BODY_LIMIT })

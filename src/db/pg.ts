@@ -152,6 +152,9 @@ export function openPostgres({ url, poolSize, onError }: PgOptions): Database {
   pool.on('error', onError)
   const db = drizzle({ client: pool, schema })
   const inTransaction = new AsyncLocalStorage<Db>()
+  // While no transaction is open the storage is disabled: on Node 20 an enabled
+  // AsyncLocalStorage makes every promise of every request pay for context propagation.
+  let open = 0
   // A drizzle instance per pooled connection, for its transactions: made on first use, kept with it.
   const onConnection = new WeakMap<pg.PoolClient, Db>()
 
@@ -168,12 +171,14 @@ export function openPostgres({ url, poolSize, onError }: PgOptions): Database {
       // only once BEGIN succeeded: a connection lost during BEGIN would leak from the pool for
       // good. Released in every case; the pool drops it when it is broken.
       const client = await pool.connect()
+      open++
       try {
         let session = onConnection.get(client)
         if (session === undefined) onConnection.set(client, (session = drizzle({ client, schema })))
         return await session.transaction((tx) => inTransaction.run(tx, () => fn(tx)))
       } finally {
         client.release()
+        if (--open === 0) inTransaction.disable()
       }
     },
     async ping() {

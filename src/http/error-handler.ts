@@ -44,9 +44,10 @@ function sendError(request: FastifyRequest, reply: FastifyReply, appError: AppEr
   const oauthStyle = request.routeOptions?.config?.oauthErrors
   const rfcError = appError.oauthError ?? (oauthStyle === undefined ? undefined : rfcErrorFor(appError.statusCode, oauthStyle))
   // A database outage or a shutdown is a warning per request; anything else past 4xx is a fault.
+  // A refusal (4xx) is logged once, by the request's own line, with its code.
   if (appError.statusCode === 500) request.log.error({ err: cause }, 'request failed')
   else if (appError.statusCode > 500) request.log.warn({ err: cause, code: appError.code }, appError.message)
-  else request.log.info({ code: appError.code, statusCode: appError.statusCode }, appError.message)
+  reply.errorCode = appError.code
   if (appError.headers) reply.headers(appError.headers)
   return reply.code(appError.statusCode).send({
     success: false,

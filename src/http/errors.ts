@@ -13,7 +13,12 @@ export class AppError extends Error {
     message: string,
     readonly details?: unknown,
   ) {
+    // A refusal (4xx) is an answer, not a fault: no stack trace is captured for it (capturing one
+    // is most of the cost of making an error, more so with --enable-source-maps).
+    const stackTraceLimit = Error.stackTraceLimit
+    if (statusCode < 500) Error.stackTraceLimit = 0
     super(message)
+    Error.stackTraceLimit = stackTraceLimit
     this.name = 'AppError'
   }
 

@@ -6,11 +6,13 @@ import { packageVersion } from '../../paths.js'
 import { DbSetupBody, DbStatus, Health, Ready } from './schemas.js'
 
 const open = { auth: policy.public(), beforeSetup: true }
+/** Probes: their successful answers are logged at debug level only. */
+const probe = { ...open, quietLog: true }
 
 /** Liveness, readiness, database status and setup. */
 export const systemRoutes: FastifyPluginAsyncTypebox<{ lifecycle: DatabaseLifecycle }> = async (app, { lifecycle }) => {
   app.get('/api/health', {
-    config: open,
+    config: probe,
     schema: { tags: ['System'], summary: 'Liveness: the process answers (no database access)', response: { 200: Health } },
   }, async () => ({
     success: true as const,
@@ -18,7 +20,7 @@ export const systemRoutes: FastifyPluginAsyncTypebox<{ lifecycle: DatabaseLifecy
   }))
 
   app.get('/api/health/ready', {
-    config: open,
+    config: probe,
     schema: { tags: ['System'], summary: 'Readiness: the database answers a query', response: { 200: Ready } },
   }, async () => {
     const { database } = lifecycle.current
