@@ -19,7 +19,7 @@ import type { Config } from './config.js'
 import { DatabaseLifecycle } from './db/lifecycle.js'
 import { csrfGuard } from './http/csrf.js'
 import { clientErrorHandler, coreErrorHandler, frameworkErrors, installErrorHandler, MAX_PARAM_LENGTH } from './http/error-handler.js'
-import { errors } from './http/errors.js'
+import { AppError, errors } from './http/errors.js'
 import { installGracefulClose } from './http/graceful-close.js'
 import { AccessLog, loggerOptions } from './http/logging.js'
 import { registerDocumentation, registerOpenApi } from './http/openapi.js'
@@ -144,14 +144,28 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     if (beforeSetup !== true && !lifecycle.ready) return done(raisedByCore(errors.databaseNotConfigured()))
     const refused = crossSite(request)
     if (refused !== null) return done(raisedByCore(refused))
-    if (limiter === undefined && (auth === undefined || auth.kind === 'public')) return done()
-    const counted = limiter === undefined ? Promise.resolve() : (limiter.call(app, request, reply, () => {}) as unknown as Promise<void>)
-    counted
-      .then(() => (auth === undefined || auth.kind === 'public' ? null : authorize(request, reply, auth, lifecycle.current)))
-      .then((caller) => {
-        request.caller = caller
-        done()
-      }, (error: Error) => done(raisedByCore(error)))
+    if (auth === undefined || auth.kind === 'public') {
+      if (limiter === undefined) return done()
+      return void (limiter.call(app, request, reply, () => {}) as unknown as Promise<void>).then(() => done(), (error: Error) => done(raisedByCore(error)))
+    }
+    const admitted = (caller: Caller | null) => {
+      request.caller = caller
+      done()
+    }
+    const refuse = (error: Error) => done(raisedByCore(error))
+    if (limiter === undefined) {
+      // Without a limit to count first, a request presenting no credential is refused at once.
+      const outcome = authorize(request, reply, auth, lifecycle.current)
+      if (outcome instanceof AppError) return done(raisedByCore(outcome))
+      return void outcome.then(admitted, refuse)
+    }
+    ;(limiter.call(app, request, reply, () => {}) as unknown as Promise<void>)
+      .then((): Promise<Caller | null> => {
+        const outcome = authorize(request, reply, auth, lifecycle.current)
+        if (outcome instanceof AppError) throw outcome
+        return outcome
+      })
+      .then(admitted, refuse)
   })
   app.addHook('onClose', () => lifecycle.close())
 

@@ -31,10 +31,19 @@ function oauthChallenges(services: Services): BearerChallenges {
  * Identify the caller with the one credential kind the route admits, then enforce
  * the route's requirements. Runs in `onRequest`, before the body is read, so an unauthorized
  * caller learns nothing about its body (401/403 even for malformed or oversized bodies).
+ *
+ * A request that presents no usable credential at all is refused synchronously (the AppError is
+ * returned, not thrown): the most common refusal then costs no promise. Refusals found later
+ * are rejections of the returned promise.
  */
-export async function authorize(request: FastifyRequest, reply: FastifyReply, routePolicy: RoutePolicy, services: Services): Promise<Caller | null> {
-  if (routePolicy.kind === 'public') return null
-  const caller = await identify(request, routePolicy, services)
+export function authorize(request: FastifyRequest, reply: FastifyReply, routePolicy: RoutePolicy, services: Services): AppError | Promise<Caller | null> {
+  if (routePolicy.kind === 'public') return Promise.resolve(null)
+  const identified = identify(request, routePolicy, services)
+  if (identified instanceof AppError) return identified
+  return identified.then((caller) => admit(request, reply, routePolicy, services, caller))
+}
+
+async function admit(request: FastifyRequest, reply: FastifyReply, routePolicy: RoutePolicy, services: Services, caller: Caller): Promise<Caller> {
   if (caller.kind === 'satellite') return admitSatellite(request, caller, routePolicy)
   if (caller.kind === 'registration') {
     // Pairing a satellite is a login of sorts: the master switch stops it too.
@@ -66,7 +75,11 @@ export async function authorize(request: FastifyRequest, reply: FastifyReply, ro
   return caller
 }
 
-async function identify(request: FastifyRequest, routePolicy: Exclude<RoutePolicy, { kind: 'public' }>, services: Services): Promise<Caller> {
+/** A credential check's answer: the caller, or the refusal (thrown inside the promise chain). */
+const orRefuse = (wwwAuthenticate?: string) => <C extends Caller>(caller: C | null | undefined): C => caller ?? fail(wwwAuthenticate)
+
+/** The caller behind the credential the route admits; an AppError when none is even presented. */
+function identify(request: FastifyRequest, routePolicy: Exclude<RoutePolicy, { kind: 'public' }>, services: Services): AppError | Promise<Caller> {
   const verify = services.credentials
   const bearer = presentedBearer(request)
   switch (routePolicy.kind) {
@@ -74,33 +87,33 @@ async function identify(request: FastifyRequest, routePolicy: Exclude<RoutePolic
       const session = presentedSession(request)
       // A bearer token is never accepted on a session-only route.
       if (session.kind !== 'session') {
-        throw errors.unauthorized(bearer.kind === 'none' ? undefined : 'This route accepts a session cookie only.')
+        return errors.unauthorized(bearer.kind === 'none' ? undefined : 'This route accepts a session cookie only.')
       }
-      return (await verify.session(session.id)) ?? fail()
+      return verify.session(session.id).then(orRefuse())
     }
     // Dual and bearer routes are the OAuth resources (RFC 9728): their refusals name its metadata.
     case 'dual': {
-      if (bearer.kind === 'bearer') return (await verify.bearer(bearer.token)) ?? fail(oauthChallenges(services).invalidToken)
-      if (bearer.kind !== 'none') fail(oauthChallenges(services).invalidToken)
+      if (bearer.kind === 'bearer') return verify.bearer(bearer.token).then(orRefuse(oauthChallenges(services).invalidToken))
+      if (bearer.kind !== 'none') return refusal(oauthChallenges(services).invalidToken)
       const session = presentedSession(request)
-      if (session.kind === 'session') return (await verify.session(session.id)) ?? fail()
-      return fail(oauthChallenges(services).missing)
+      if (session.kind === 'session') return verify.session(session.id).then(orRefuse())
+      return refusal(oauthChallenges(services).missing)
     }
     case 'bearer': {
       // A session cookie is never accepted on a bearer-only route.
-      if (bearer.kind === 'bearer') return (await verify.bearer(bearer.token)) ?? fail(oauthChallenges(services).invalidToken)
-      return fail(oauthChallenges(services)[bearer.kind === 'none' ? 'missing' : 'invalidToken'])
+      if (bearer.kind === 'bearer') return verify.bearer(bearer.token).then(orRefuse(oauthChallenges(services).invalidToken))
+      return refusal(oauthChallenges(services)[bearer.kind === 'none' ? 'missing' : 'invalidToken'])
     }
     case 'satellite': {
-      if (bearer.kind === 'satellite_key') return (await verify.satelliteKey(bearer.secret)) ?? fail(PLAIN.invalidToken)
-      if (bearer.kind !== 'none' || routePolicy.orAdminSession !== true) return fail(bearer.kind === 'none' ? PLAIN.missing : PLAIN.invalidToken)
+      if (bearer.kind === 'satellite_key') return verify.satelliteKey(bearer.secret).then(orRefuse(PLAIN.invalidToken))
+      if (bearer.kind !== 'none' || routePolicy.orAdminSession !== true) return refusal(bearer.kind === 'none' ? PLAIN.missing : PLAIN.invalidToken)
       const session = presentedSession(request)
-      if (session.kind === 'session') return (await verify.session(session.id)) ?? fail()
-      return fail(PLAIN.missing)
+      if (session.kind === 'session') return verify.session(session.id).then(orRefuse())
+      return refusal(PLAIN.missing)
     }
     case 'registration_token': {
-      if (bearer.kind !== 'registration_token') return fail(PLAIN.missing)
-      return (await verify.registrationToken(bearer.token, bearer.scope)) ?? fail(PLAIN.invalidToken)
+      if (bearer.kind !== 'registration_token') return refusal(PLAIN.missing)
+      return verify.registrationToken(bearer.token, bearer.scope).then(orRefuse(PLAIN.invalidToken))
     }
   }
 }
@@ -128,7 +141,12 @@ function admitSatellite(request: FastifyRequest, caller: SatelliteCaller, routeP
 
 const loginDisabled = () => new AppError(403, 'LOGIN_DISABLED', 'Login is disabled on this service.')
 
-function fail(wwwAuthenticate?: string): never {
+/** 401, with the route's `WWW-Authenticate` challenge when it has one. */
+function refusal(wwwAuthenticate?: string): AppError {
   const error = errors.unauthorized()
-  throw wwwAuthenticate ? error.withHeaders({ 'www-authenticate': wwwAuthenticate }) : error
+  return wwwAuthenticate ? error.withHeaders({ 'www-authenticate': wwwAuthenticate }) : error
+}
+
+function fail(wwwAuthenticate?: string): never {
+  throw refusal(wwwAuthenticate)
 }

@@ -110,15 +110,33 @@ export function errorForLog(error: unknown, depth = 0): unknown {
 
 const logError = (error: Error) => errorForLog(error) as { type: string; message: string; stack: string }
 
+/** How long a log line may wait in the buffer before it is written. */
+const LOG_FLUSH_MS = 100
+
 /**
- * pino options: secrets never reach the log. Lines go to stdout asynchronously: what is logged
- * while a write is in flight joins the next write, so a busy instance makes one system call for
- * many lines instead of one per line; pino flushes what is pending when the process exits.
+ * Standard output, written synchronously in chunks of up to 4 KiB: a busy instance makes one
+ * system call for many lines, a quiet one writes what it has every 100 ms, and what is pending is
+ * written when the process exits. (pino's asynchronous mode hands every write to a libuv thread:
+ * measured, that cost more per request than the line itself.)
  */
+function bufferedStdout() {
+  if (stdout === null) {
+    const stream = pino.destination({ dest: 1, sync: true, minLength: 4096 })
+    setInterval(() => stream.flush(), LOG_FLUSH_MS).unref()
+    process.once('exit', () => stream.flushSync())
+    stdout = stream
+  }
+  return stdout
+}
+
+/** One per process, shared by every app it builds: standard output is one. */
+let stdout: ReturnType<typeof pino.destination> | null = null
+
+/** pino options: secrets never reach the log; lines go to standard output in chunks. */
 export function loggerOptions(config: Config): FastifyServerOptions['logger'] {
   return {
     level: config.logLevel,
-    stream: pino.destination({ dest: 1, sync: false, minLength: 0 }),
+    stream: bufferedStdout(),
     // Requests and replies are logged by these serializers only, which never include headers
     // (cookies, Authorization, Set-Cookie): no redaction pass is needed (it cost 1 µs a line).
     serializers: { req: requestForLog, res: replyForLog, err: logError, error: logError },
