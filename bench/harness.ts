@@ -16,10 +16,14 @@ export interface Started {
   coldStartMs: number
 }
 
-export async function start(entry: string[], env: Record<string, string>): Promise<Started> {
+/**
+ * A server process, started as `npm start` starts the service (`node --enable-source-maps`, the
+ * default log level, standard output going nowhere: a terminal would measure the terminal).
+ */
+export async function start(args: string[], env: Record<string, string>): Promise<Started> {
   const began = performance.now()
-  const child = spawn(process.execPath, entry, {
-    env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', HOST: '127.0.0.1', ...env },
+  const child = spawn(process.execPath, args, {
+    env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', ...env },
     stdio: ['ignore', 'ignore', 'inherit'],
   })
   const url = `http://127.0.0.1:${env.PORT}`
@@ -55,24 +59,61 @@ export interface Request {
   paths?: string[]
 }
 
-export async function load(url: string, request: Request = {}, connections = CONNECTIONS) {
+export interface Load {
+  rps: number
+  p50: number
+  p99: number
+  /** Answers other than 2xx, and connection errors. */
+  non2xx: number
+}
+
+export async function load(url: string, request: Request = {}, connections = CONNECTIONS, seconds = SECONDS): Promise<Load> {
   const options = {
     url, connections, method: request.method ?? 'GET', headers: request.headers ?? {}, body: request.body,
     ...(request.paths === undefined ? {} : { requests: request.paths.map((path) => ({ method: 'GET' as const, path })) }),
   }
   // Warm-up (JIT, pools) first; only the second run is reported.
   await autocannon({ ...options, duration: WARMUP_SECONDS })
-  const result = await autocannon({ ...options, duration: SECONDS })
+  const result = await autocannon({ ...options, duration: seconds })
   return { rps: Math.round(result.requests.average), p50: result.latency.p50, p99: result.latency.p99, non2xx: result.non2xx + result.errors }
 }
 
-/** The bare Fastify route, in a process of its own, started for one measurement. */
-export async function bareHello(entry: string, port: number) {
-  const baseline = await start([entry], { PORT: String(port) })
-  try {
-    return await load(`${baseline.url}/api/health`)
-  } finally {
-    await stop(baseline.child)
+/** A measured workload, with the bare route measured right before it. */
+export interface Measurement extends Load {
+  workload: string
+  bare_rps?: number
+  percent_of_bare?: number
+  target_percent?: number
+  met?: boolean
+}
+
+/**
+ * The bare Fastify route, then the workload, back to back: this machine's speed drifts within
+ * minutes, so each ratio compares two runs a few seconds apart.
+ */
+export async function againstBare(bareUrl: string, workload: string, url: string, request: Request = {}, targetPercent?: number, connections = CONNECTIONS): Promise<Measurement> {
+  const bare = await load(`${bareUrl}/api/health`, {}, connections)
+  const result = await load(url, request, connections)
+  const percent = Math.round((result.rps / bare.rps) * 1000) / 10
+  return {
+    workload, ...result, bare_rps: bare.rps, percent_of_bare: percent,
+    ...(targetPercent === undefined ? {} : { target_percent: targetPercent, met: percent >= targetPercent }),
   }
 }
 
+/** One table: each workload's throughput, latency and ratio to bare, with its target. */
+export function table(measurements: readonly Measurement[]): string {
+  const rows = measurements.map((m) => [
+    m.workload,
+    String(m.rps),
+    `${m.p50}/${m.p99}`,
+    m.bare_rps === undefined ? '' : String(m.bare_rps),
+    m.percent_of_bare === undefined ? '' : `${m.percent_of_bare.toFixed(0)} %`,
+    m.target_percent === undefined ? '' : `≥ ${m.target_percent} % ${m.met ? 'met' : 'MISSED'}`,
+    m.non2xx === 0 ? '' : String(m.non2xx),
+  ])
+  const header = ['workload', 'req/s', 'p50/p99 ms', 'bare req/s', 'of bare', 'target', 'non-2xx']
+  const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column]!.length)))
+  const format = (row: string[]) => `  ${row.map((cell, column) => (column === 0 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!))).join('  ')}`
+  return [format(header), ...rows.map(format)].join('\n')
+}

@@ -1,4 +1,4 @@
-import { bareHello, load } from './harness.js'
+import { againstBare, type Measurement } from './harness.js'
 
 /**
  * The satellite workloads, against a running server: heartbeats with an API key (one indexed
@@ -6,7 +6,7 @@ import { bareHello, load } from './harness.js'
  * signature (the cost of verifying a JWT, with no database access), each as a ratio to a bare
  * route measured right before it.
  */
-export async function satelliteWorkloads(url: string, cookie: string, bare: string, nextPort: () => number): Promise<string[]> {
+export async function satelliteWorkloads(url: string, cookie: string, bareUrl: string): Promise<Measurement[]> {
   const json = { 'content-type': 'application/json' }
   const created = await fetch(`${url}/api/satellites/global/registration-tokens`, { method: 'POST', headers: { ...json, cookie }, body: '{}' })
   if (created.status !== 201) throw new Error(`token creation failed: ${created.status} ${await created.text()}`)
@@ -19,27 +19,17 @@ export async function satelliteWorkloads(url: string, cookie: string, bare: stri
   if (registered.status !== 201) throw new Error(`registration failed: ${registered.status} ${await registered.text()}`)
   const { satellite, api_key: apiKey } = ((await registered.json()) as { data: { satellite: { id: string }; api_key: string } }).data
 
-  const lines: string[] = []
-  const line = (label: string, result: Awaited<ReturnType<typeof load>>, bareRps: number, expected: string) =>
-    lines.push(`  ${label}: ${result.rps} req/s, p99 ${result.p99} ms, ${((result.rps / bareRps) * 100).toFixed(0)} % of bare (${bareRps} req/s right before)` +
-      `${result.non2xx ? `, ${result.non2xx} answers other than 2xx${expected}` : ''}`)
-
-  const bareForHeartbeat = await bareHello(bare, nextPort())
-  const heartbeat = await load(`${url}/api/satellites/${satellite.id}/heartbeat`, {
+  const heartbeat = await againstBare(bareUrl, 'POST /api/satellites/:id/heartbeat (API key, one UPDATE each)', `${url}/api/satellites/${satellite.id}/heartbeat`, {
     method: 'POST',
     headers: { ...json, authorization: `Bearer ${apiKey}` },
     body: JSON.stringify({ status: 'active', system_metrics: { cpu_usage_percent: 12.5, memory_usage_mb: 512, uptime_seconds: 3600 } }),
   })
-  line('POST /api/satellites/:id/heartbeat (API key, one UPDATE each)', heartbeat, bareForHeartbeat.rps, '')
-
-  // The token with its signature's last characters changed: refused after the HMAC check.
+  // The token with its signature's last characters changed: refused after the HMAC check (all 401).
   const forged = `${token.slice(0, -4)}${token.endsWith('AAAA') ? 'BBBB' : 'AAAA'}`
-  const bareForRefusal = await bareHello(bare, nextPort())
-  const refused = await load(`${url}/api/satellites/register`, {
+  const refused = await againstBare(bareUrl, 'POST /api/satellites/register, forged token (401)', `${url}/api/satellites/register`, {
     method: 'POST',
     headers: { ...json, authorization: `Bearer ${forged}` },
     body: JSON.stringify({ name: 'bench-forged' }),
   })
-  line('POST /api/satellites/register, forged token (401)', refused, bareForRefusal.rps, ' (all 401, as they should be)')
-  return lines
+  return [heartbeat, refused]
 }

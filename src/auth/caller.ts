@@ -1,3 +1,4 @@
+import type { TeamRow } from '../db/repositories/teams.js'
 import type { UserRow } from '../db/repositories/users.js'
 import type { GlobalRole, TeamRole } from './permissions.js'
 
@@ -14,6 +15,8 @@ export interface UserCaller {
   credentialId: string
   /** The user's row, when the credential check loaded it anyway (saves a second read). */
   user?: UserRow
+  /** The user's default team, when the credential check loaded it (null: none). */
+  defaultTeam?: TeamRow | null
 }
 
 export interface SatelliteCaller {

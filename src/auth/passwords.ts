@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os'
 import argon2 from 'argon2'
 
 /**
@@ -18,17 +19,40 @@ export interface Passwords {
  */
 const HASH_OPTIONS = { type: argon2.argon2id, memoryCost: 19_456, timeCost: 2, parallelism: 1 } as const
 
+/**
+ * At most this many hashes at once (each holds 19 MiB while it runs): one per core, since
+ * Argon2 is CPU-bound, more would not be faster, only hold more memory. The rest wait in order.
+ */
+const CONCURRENT_HASHES = Math.max(1, Math.min(4, availableParallelism()))
+
+/** Runs `work` once fewer than `limit` others run. */
+function limiter(limit: number) {
+  let running = 0
+  const waiting: Array<() => void> = []
+  return async <T>(work: () => Promise<T>): Promise<T> => {
+    if (running >= limit) await new Promise<void>((resolve) => waiting.push(resolve))
+    running++
+    try {
+      return await work()
+    } finally {
+      running--
+      waiting.shift()?.()
+    }
+  }
+}
+
 export function createPasswords(): Passwords {
   let dummy: Promise<string> | null = null
+  const limited = limiter(CONCURRENT_HASHES)
   const verify = async (hash: string, password: string) => {
     try {
-      return await argon2.verify(hash, password)
+      return await limited(() => argon2.verify(hash, password))
     } catch {
       return false
     }
   }
   return {
-    hash: (password) => argon2.hash(password, HASH_OPTIONS),
+    hash: (password) => limited(() => argon2.hash(password, HASH_OPTIONS)),
     verify,
     async verifyDummy(password) {
       dummy ??= argon2.hash('not-a-real-password', HASH_OPTIONS)

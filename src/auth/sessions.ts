@@ -52,8 +52,8 @@ export class SessionService {
     const now = this.clock.now()
     const found = await this.repository.findLive(this.digest(sessionId), new Date(now))
     if (found === undefined) return null
-    const { session, user } = found
-    const caller: SessionCaller = { kind: 'user', via: 'session', userId: user.id, role: user.roleId, credentialId: session.id, user, signedInAt: session.createdAt }
+    const { session, user, defaultTeam } = found
+    const caller: SessionCaller = { kind: 'user', via: 'session', userId: user.id, role: user.roleId, credentialId: session.id, user, defaultTeam, signedInAt: session.createdAt }
     if (session.expiresAt.getTime() - now < SESSION_RENEW_BELOW_MS) {
       caller.renewedUntil = new Date(now + SESSION_LIFETIME_MS)
       await this.repository.extend(session.id, caller.renewedUntil)

@@ -1,7 +1,6 @@
 import rateLimit from '@fastify/rate-limit'
 import type { FastifyInstance, onRequestHookHandler } from 'fastify'
 import type { AbuseLimits } from '../auth/limits.js'
-import { Redis } from 'ioredis'
 import type { Config } from '../config.js'
 import { AppError } from './errors.js'
 
@@ -13,9 +12,10 @@ import { AppError } from './errors.js'
  * Redis cannot be reached, requests are let through rather than refused.
  */
 export async function registerRateLimits(app: FastifyInstance, config: Config, nameSpace = 'service-rate-limit-'): Promise<void> {
+  // ioredis loads only when counters are shared (a sizeable module otherwise held for nothing).
   const redis = config.redisUrl === null
     ? null
-    : new Redis(config.redisUrl, { connectTimeout: 500, maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: false })
+    : new (await import('ioredis')).Redis(config.redisUrl, { connectTimeout: 500, maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: false })
   redis?.on('error', (error) => app.log.warn({ err: error }, 'rate-limit store (Redis) unavailable'))
   if (redis !== null) app.addHook('onClose', async () => void redis.disconnect())
   await app.register(rateLimit, {

@@ -68,10 +68,10 @@ export class Tokens {
   async verifyAccess(token: string): Promise<BearerCaller | null> {
     const found = await this.deps.repository.findLiveAccess(this.deps.digest(token), nowOf(this.deps))
     if (found === undefined) return null
-    const { token: row, user } = found
+    const { token: row, user, defaultTeam } = found
     // No token passthrough: a token for another resource (a satellite's MCP server) is not for this API.
     if (row.resource !== null && audienceOf(row.resource, this.backend).kind !== 'backend') return null
-    return { kind: 'user', via: 'bearer', userId: user.id, role: user.roleId, scopes: row.scope.split(' '), credentialId: row.id, user, teamId: row.teamId }
+    return { kind: 'user', via: 'bearer', userId: user.id, role: user.roleId, scopes: row.scope.split(' '), credentialId: row.id, user, defaultTeam, teamId: row.teamId }
   }
 
   /** The grant and every token issued from it, in one transaction. */

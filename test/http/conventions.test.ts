@@ -239,6 +239,23 @@ describe.each(DIALECTS)('HTTP conventions on %s', (dialect) => {
     expect(all).not.toContain('verify-secret-4')
   })
 
+  it('logs one line per request, with the code of an error answer; successful health probes only at debug', async () => {
+    const lines = (id: string) => logLines.filter((line) => line.includes(`"reqId":"${id}"`)).map((line) => JSON.parse(line) as Record<string, unknown>)
+    await subject.app.inject({ method: 'GET', url: '/api/users/me', headers: { 'x-request-id': 'log-401' } })
+    const refused = lines('log-401')
+    expect(refused).toHaveLength(1)
+    expect(refused[0]).toMatchObject({
+      level: 30, msg: 'request completed', code: 'UNAUTHORIZED',
+      req: { method: 'GET', url: '/api/users/me', remoteAddress: '127.0.0.1' }, res: { statusCode: 401 },
+    })
+    expect(refused[0]!.responseTime).toEqual(expect.any(Number))
+    await subject.app.inject({ method: 'POST', url: '/api/test/echo', payload: { email: 'a@example.com', age: 3 }, headers: { 'x-request-id': 'log-200' } })
+    expect(lines('log-200')).toEqual([expect.objectContaining({ msg: 'request completed', res: { statusCode: 200 } })])
+    expect(lines('log-200')[0]).not.toHaveProperty('code')
+    await subject.app.inject({ method: 'GET', url: '/api/health', headers: { 'x-request-id': 'log-health' } })
+    expect(lines('log-health')).toEqual([])
+  })
+
   it('security headers are set (helmet)', async () => {
     const response = await subject.app.inject({ method: 'GET', url: '/api/health' })
     expect(response.headers['x-content-type-options']).toBe('nosniff')

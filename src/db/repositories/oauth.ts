@@ -1,5 +1,6 @@
 import { and, eq, gt, isNull, lt, notExists, or, sql } from 'drizzle-orm'
 import type { Database, Db } from '../types.js'
+import { defaultTeamOfUser, type TeamRow } from './teams.js'
 import type { UserRow } from './users.js'
 
 export type OAuthClientRow = Database['t']['oauthClients']['$inferSelect']
@@ -16,9 +17,10 @@ export function oauthRepository(database: Database, executor: Db = database.db) 
   const db = executor
   // Every bearer request runs this lookup: prepared once, on first use; one unique-index probe.
   const prepareLiveAccess = () => db
-    .select({ token: t.oauthTokens, user: t.users })
+    .select({ token: t.oauthTokens, user: t.users, defaultTeam: t.teams })
     .from(t.oauthTokens)
     .innerJoin(t.users, eq(t.users.id, t.oauthTokens.userId))
+    .leftJoin(t.teams, defaultTeamOfUser(database))
     .where(and(
       eq(t.oauthTokens.digest, sql.placeholder('digest')),
       eq(t.oauthTokens.kind, 'access'),
@@ -140,7 +142,8 @@ export function oauthRepository(database: Database, executor: Db = database.db) 
     },
 
     /** One indexed lookup: the live access token with this digest and its user. */
-    async findLiveAccess(digest: string, now: Date): Promise<{ token: OAuthTokenRow; user: UserRow } | undefined> {
+    /** The live access token, its user and the user's default team. */
+    async findLiveAccess(digest: string, now: Date): Promise<{ token: OAuthTokenRow; user: UserRow; defaultTeam: TeamRow | null } | undefined> {
       liveAccess ??= prepareLiveAccess()
       const [row] = await liveAccess.execute({ digest, now: at(now) })
       return row

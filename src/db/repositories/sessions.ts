@@ -1,5 +1,6 @@
 import { and, eq, gt, lt, ne, sql } from 'drizzle-orm'
 import type { Database, Db } from '../types.js'
+import { defaultTeamOfUser, type TeamRow } from './teams.js'
 import type { UserRow } from './users.js'
 
 export type SessionRow = Database['t']['sessions']['$inferSelect']
@@ -11,9 +12,10 @@ export function sessionsRepository(database: Database, executor: Db = database.d
   const db = executor
   // Every authenticated request runs this lookup: built once, not per request.
   const live = db
-    .select({ session: t.sessions, user: t.users })
+    .select({ session: t.sessions, user: t.users, defaultTeam: t.teams })
     .from(t.sessions)
     .innerJoin(t.users, eq(t.users.id, t.sessions.userId))
+    .leftJoin(t.teams, defaultTeamOfUser(database))
     .where(and(eq(t.sessions.digest, sql.placeholder('digest')), gt(t.sessions.expiresAt, sql.placeholder('now'))))
     .prepare('session_live')
   return {
@@ -23,8 +25,8 @@ export function sessionsRepository(database: Database, executor: Db = database.d
       await db.insert(t.sessions).values(session)
     },
 
-    /** One indexed lookup: the live session with this digest and its user. */
-    async findLive(digest: string, now: Date): Promise<{ session: SessionRow; user: UserRow } | undefined> {
+    /** One indexed lookup: the live session with this digest, its user and the user's default team. */
+    async findLive(digest: string, now: Date): Promise<{ session: SessionRow; user: UserRow; defaultTeam: TeamRow | null } | undefined> {
       // Placeholders bypass column encoding: SQLite stores this timestamp as epoch milliseconds.
       const [row] = await live.execute({ digest, now: database.dialect === 'sqlite' ? now.getTime() : now })
       return row

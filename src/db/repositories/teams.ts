@@ -27,6 +27,21 @@ const MAX_SLUG_ATTEMPTS = 1000
 
 export type TeamsRepository = ReturnType<typeof teamsRepository>
 
+/**
+ * The join condition of a user's default team, for the credential lookups that carry it (so that
+ * `/api/teams/me/default` needs no second query). A literal, not a bound parameter: only then can
+ * SQLite use the partial index teams_one_default_per_owner.
+ */
+export function defaultTeamOfUser({ t, dialect }: Database) {
+  return and(eq(t.teams.ownerId, t.users.id), dialect === 'sqlite' ? sql`${t.teams.isDefault} = 1` : sql`${t.teams.isDefault}`)
+}
+
+/**
+ * A default team as its owner sees it. A default team has no member but its owner, who stays its
+ * team_admin (it cannot be given members or transferred), so the row alone says everything.
+ */
+export const asOwnDefaultTeam = (team: TeamRow): CallerTeam => ({ ...team, memberCount: 1, role: 'team_admin' })
+
 export function teamsRepository(database: Database, executor: Db = database.db) {
   const { t, dialect } = database
   const db = executor

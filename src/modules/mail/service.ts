@@ -1,4 +1,4 @@
-import nodemailer, { type NodemailerError, type SMTPSentMessageInfo, type Transporter } from 'nodemailer'
+import type { NodemailerError, SMTPSentMessageInfo, Transporter } from 'nodemailer'
 import { AppError } from '../../http/errors.js'
 import { systemClock, type Clock } from '../../lib/clock.js'
 import type { SettingsService } from '../settings/service.js'
@@ -93,7 +93,7 @@ export class MailService {
   async send(message: MailMessage): Promise<SentMail> {
     const smtp = await this.smtpSettings()
     if (smtp.host === '' || smtp.fromEmail === '') throw mailErrors.notConfigured()
-    const transporter = this.transporter(smtp)
+    const transporter = await this.transporter(smtp)
     let info: SMTPSentMessageInfo
     try {
       info = await transporter.sendMail({
@@ -148,9 +148,13 @@ export class MailService {
     return { host: host.trim(), port, username, password, secure, requireTls, fromName, fromEmail: fromEmail.trim() }
   }
 
-  private transporter(smtp: SmtpSettings): Transporter<SMTPSentMessageInfo> {
+  /** nodemailer loads with the first mail, not at every start (it is a sizeable module). */
+  private async transporter(smtp: SmtpSettings): Promise<Transporter<SMTPSentMessageInfo>> {
     const { host, port, username, password, secure, requireTls } = smtp
     const key = JSON.stringify([host, port, username, password, secure, requireTls])
+    if (this.cached?.key === key) return this.cached.transporter
+    const { default: nodemailer } = await import('nodemailer')
+    // Again: another mail may have made it while the module loaded.
     if (this.cached?.key === key) return this.cached.transporter
     this.cached?.transporter.close()
     const transporter = nodemailer.createTransport({

@@ -1,4 +1,4 @@
-import { AuthorizationCode } from 'simple-oauth2'
+import type { AuthorizationCode } from 'simple-oauth2'
 import { AppError } from '../../http/errors.js'
 
 /** How long the provider may take for any one call. */
@@ -39,8 +39,8 @@ export const emailNotAvailable = () =>
 export class ProviderClient {
   constructor(private readonly oauthUrl: string, private readonly apiUrl: string) {}
 
-  authorizeUrl(credentials: ProviderCredentials, state: string): string {
-    return this.oauth(credentials).authorizeURL({ redirect_uri: credentials.callbackUrl, scope: credentials.scope, state })
+  async authorizeUrl(credentials: ProviderCredentials, state: string): Promise<string> {
+    return (await this.oauth(credentials)).authorizeURL({ redirect_uri: credentials.callbackUrl, scope: credentials.scope, state })
   }
 
   async identify(credentials: ProviderCredentials, code: string): Promise<ProviderIdentity> {
@@ -54,7 +54,9 @@ export class ProviderClient {
     return { id: String(user!.id), login: String(user!.login), name: user!.name ?? null, email: chosen?.email.toLowerCase() ?? null }
   }
 
-  private oauth(credentials: ProviderCredentials): AuthorizationCode {
+  /** simple-oauth2 (and its HTTP stack) loads on the first provider login, not at every start. */
+  private async oauth(credentials: ProviderCredentials): Promise<AuthorizationCode> {
+    const { AuthorizationCode } = await import('simple-oauth2')
     return new AuthorizationCode({
       client: { id: credentials.clientId, secret: credentials.clientSecret },
       auth: { tokenHost: this.oauthUrl, tokenPath: '/login/oauth/access_token', authorizePath: '/login/oauth/authorize' },
@@ -66,7 +68,7 @@ export class ProviderClient {
   private async exchange(credentials: ProviderCredentials, code: string): Promise<{ accessToken: string; scope: string }> {
     let token: Record<string, unknown>
     try {
-      token = (await this.oauth(credentials).getToken({ code, redirect_uri: credentials.callbackUrl })).token
+      token = (await (await this.oauth(credentials)).getToken({ code, redirect_uri: credentials.callbackUrl })).token
     } catch (error) {
       const status = (error as { output?: { statusCode?: number } }).output?.statusCode
       throw providerFailed(status !== undefined && status < 500 ? 400 : 502, status !== undefined ? `the token endpoint answered ${status}` : 'the token endpoint did not answer')

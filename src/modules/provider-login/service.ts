@@ -56,7 +56,7 @@ export class ProviderLogin {
       id: newId(), digest: this.deps.digest(state), returnTo: await this.safeReturnTo(returnTo),
       expiresAt: new Date(now + STATE_LIFETIME_MS), createdAt: new Date(now),
     })
-    return { url: this.deps.client.authorizeUrl(credentials, state), state }
+    return { url: await this.deps.client.authorizeUrl(credentials, state), state }
   }
 
   /**

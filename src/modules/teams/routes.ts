@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { policy } from '../../auth/policies.js'
+import { userCaller } from '../../auth/current-user.js'
 import { teamActor } from './actor.js'
 import { CreateTeamBody, Done, TeamEnvelope, TeamParams, TeamsEnvelope, UpdateTeamBody } from './schemas.js'
 import { teamView } from './view.js'
@@ -16,7 +17,9 @@ export const teamRoutes: FastifyPluginAsyncTypebox = async (app) => {
     schema: { tags, summary: "The caller's default team", response: { 200: TeamEnvelope } },
   }, async (request) => {
     const actor = teamActor(request)
-    return { success: true as const, data: { team: teamView(await teams().defaultOf(actor.userId), actor.userId) } }
+    // The credential lookup carried the default team: no second query.
+    const team = await teams().defaultOf(actor.userId, userCaller(request).defaultTeam)
+    return { success: true as const, data: { team: teamView(team, actor.userId) } }
   })
 
   const listMine = {

@@ -1,5 +1,5 @@
 import type { TeamRole } from '../../auth/permissions.js'
-import type { CallerTeam, TeamsRepository, TeamWithCount } from '../../db/repositories/teams.js'
+import { asOwnDefaultTeam, type CallerTeam, type TeamRow, type TeamsRepository, type TeamWithCount } from '../../db/repositories/teams.js'
 import type { UsersRepository } from '../../db/repositories/users.js'
 import type { Database, Db } from '../../db/types.js'
 import { AppError, errors } from '../../http/errors.js'
@@ -27,7 +27,9 @@ export class TeamService {
     return this.deps.teams.forUser(userId)
   }
 
-  async defaultOf(userId: string): Promise<CallerTeam> {
+  /** `carried`: the default team the credential lookup already read (then no query is made). */
+  async defaultOf(userId: string, carried?: TeamRow | null): Promise<CallerTeam> {
+    if (carried !== undefined && carried !== null) return asOwnDefaultTeam(carried)
     const team = await this.deps.teams.defaultOf(userId)
     if (team === undefined) throw errors.notFound('Default team')
     return team
