@@ -31,12 +31,18 @@ export function installErrorHandler(app: FastifyInstance, { bodyLimit }: { bodyL
   })
 }
 
-export type ErrorHandler = (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => FastifyReply
+export type ErrorHandler = (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => unknown
 
-/** The service's error handler; plugin error handlers defer to it for the errors the core raised. */
+/**
+ * The service's error handler; plugin error handlers defer to it for the errors the core raised.
+ * It returns nothing: a returned reply is a thenable to Fastify, which would then wait for the
+ * response to finish (stream listeners on every error answer) only to do nothing.
+ */
 export function coreErrorHandler(bodyLimit: number): ErrorHandler {
-  // A route may have a lower limit than the service's (plugin collection documents): name that one.
-  return (error, request, reply) => sendError(request, reply, toAppError(error, request.routeOptions?.bodyLimit ?? bodyLimit), error)
+  return (error, request, reply) => {
+    // A route may have a lower limit than the service's (plugin collection documents): name that one.
+    sendError(request, reply, toAppError(error, request.routeOptions?.bodyLimit ?? bodyLimit), error)
+  }
 }
 
 function sendError(request: FastifyRequest, reply: FastifyReply, appError: AppError, cause: unknown): FastifyReply {
