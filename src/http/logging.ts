@@ -34,9 +34,9 @@ declare module 'fastify' {
 /**
  * One log line per request, when it completes: method, URL, client address, status, response
  * time and, for an error answer, its code (4xx answers are not logged separately). The
- * "incoming request" line is at debug level, and so are successful health probes. Logging is most of the cost of a cheap request:
- * measured on /api/health, two lines per request (Fastify's default) took a quarter of the
- * service's throughput.
+ * "incoming request" line is at debug level, and so are successful health probes. Logging is
+ * most of the cost of a cheap request: measured on /api/health, two lines per request (Fastify's
+ * default) took a quarter of the service's throughput.
  */
 export class AccessLog extends LogController {
   override incomingRequest(request: FastifyRequest): void {
@@ -48,7 +48,7 @@ export class AccessLog extends LogController {
       reply.log.error({ req: request, res: reply, err: error, responseTime: reply.elapsedTime }, 'request errored')
     } else if (reply.errorCode === null) {
       // Load balancers probe health every few seconds; those lines would drown the rest.
-      if (request.routeOptions.config.quietLog === true) reply.log.debug({ req: request, res: reply, responseTime: reply.elapsedTime }, 'request completed')
+      if (request.routeOptions?.config?.quietLog === true) reply.log.debug({ req: request, res: reply, responseTime: reply.elapsedTime }, 'request completed')
       else reply.log.info({ req: request, res: reply, responseTime: reply.elapsedTime }, 'request completed')
     } else {
       reply.log.info({ req: request, res: reply, responseTime: reply.elapsedTime, code: reply.errorCode }, 'request completed')
