@@ -18,7 +18,7 @@ import type { Caller, CredentialVerifiers } from './auth/caller.js'
 import type { Config } from './config.js'
 import { DatabaseLifecycle } from './db/lifecycle.js'
 import { csrfGuard } from './http/csrf.js'
-import { clientErrorHandler, coreErrorHandler, frameworkErrors, installErrorHandler, MAX_PARAM_LENGTH } from './http/error-handler.js'
+import { clientErrorHandler, coreErrorHandler, frameworkErrors, installErrorHandler, MAX_PARAM_LENGTH, raisedByCore } from './http/error-handler.js'
 import { AppError, errors } from './http/errors.js'
 import { installGracefulClose } from './http/graceful-close.js'
 import { AccessLog, loggerOptions } from './http/logging.js'
@@ -37,7 +37,6 @@ import { satelliteAgentRoutes } from './modules/satellites/agent-routes.js'
 import { satelliteRoutes } from './modules/satellites/routes.js'
 import { registrationTokenRoutes } from './modules/satellites/token-routes.js'
 import { pluginsRoutes } from './modules/admin/plugins-routes.js'
-import { raisedByCore } from './plugin-host/guard.js'
 import { PluginHost } from './plugin-host/host.js'
 import { createServices, type OutboundOverrides, type Services } from './services.js'
 
@@ -136,32 +135,30 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     reply.headers(headers)
     reply.header('x-request-id', request.id)
     // Errors raised here are the core's: a plugin's own error handler passes them on unchanged.
-    if (isClosing()) return done(raisedByCore(errors.shuttingDown()))
+    const refuse = (error: Error) => done(raisedByCore(error))
+    if (isClosing()) return refuse(errors.shuttingDown())
     if (request.is404) return done()
     const { auth, beforeSetup, limiter, plugin } = request.routeOptions.config
     // The routes of a plugin that failed after adding them do not exist.
-    if (plugin !== undefined && plugin.status !== 'loaded') return done(raisedByCore(errors.routeNotFound(request.method, request.url)))
-    if (beforeSetup !== true && !lifecycle.ready) return done(raisedByCore(errors.databaseNotConfigured()))
-    const refused = crossSite(request)
-    if (refused !== null) return done(raisedByCore(refused))
-    if (auth === undefined || auth.kind === 'public') {
-      if (limiter === undefined) return done()
-      return void (limiter.call(app, request, reply, () => {}) as unknown as Promise<void>).then(() => done(), (error: Error) => done(raisedByCore(error)))
-    }
+    if (plugin !== undefined && plugin.status !== 'loaded') return refuse(errors.routeNotFound(request.method, request.url))
+    if (beforeSetup !== true && !lifecycle.ready) return refuse(errors.databaseNotConfigured())
+    const crossSiteRefusal = crossSite(request)
+    if (crossSiteRefusal !== null) return refuse(crossSiteRefusal)
+    const policy = auth === undefined || auth.kind === 'public' ? null : auth
+    const admit = (): AppError | Promise<Caller | null> => (policy === null ? Promise.resolve(null) : authorize(request, reply, policy, lifecycle.current))
     const admitted = (caller: Caller | null) => {
       request.caller = caller
       done()
     }
-    const refuse = (error: Error) => done(raisedByCore(error))
     if (limiter === undefined) {
+      if (policy === null) return done()
       // Without a limit to count first, a request presenting no credential is refused at once.
-      const outcome = authorize(request, reply, auth, lifecycle.current)
-      if (outcome instanceof AppError) return done(raisedByCore(outcome))
-      return void outcome.then(admitted, refuse)
+      const outcome = admit()
+      return outcome instanceof AppError ? refuse(outcome) : void outcome.then(admitted, refuse)
     }
     ;(limiter.call(app, request, reply, () => {}) as unknown as Promise<void>)
-      .then((): Promise<Caller | null> => {
-        const outcome = authorize(request, reply, auth, lifecycle.current)
+      .then(() => {
+        const outcome = admit()
         if (outcome instanceof AppError) throw outcome
         return outcome
       })

@@ -69,3 +69,10 @@ const granted = new Map(
 export function roleHas(role: GlobalRole | TeamRole, permission: Permission): boolean {
   return granted.get(role)?.has(permission) ?? false
 }
+
+const globalPermissions = new Set<string>(ROLE_PERMISSIONS.global_admin)
+const teamPermissions = new Set<string>(ROLE_PERMISSIONS.team_admin)
+
+/** Whether `value` names a permission (for configuration that is not typed: extension plugins). */
+export const isPermission = (value: unknown): value is Permission => typeof value === 'string' && globalPermissions.has(value)
+export const isTeamPermission = (value: unknown): value is TeamPermission => typeof value === 'string' && teamPermissions.has(value)

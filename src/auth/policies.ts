@@ -1,4 +1,4 @@
-import { ROLE_PERMISSIONS, type Permission, type TeamPermission } from './permissions.js'
+import { isPermission, isTeamPermission, type Permission, type TeamPermission } from './permissions.js'
 
 /**
  * Every route declares who may call it in `config.auth`. The onRoute guard refuses
@@ -62,8 +62,6 @@ export function openApiSecurity(routePolicy: RoutePolicy): Array<Record<string, 
 }
 
 const KINDS = new Set(['public', 'session', 'dual', 'bearer', 'satellite', 'registration_token'])
-const GLOBAL_PERMISSIONS = new Set<string>(ROLE_PERMISSIONS.global_admin)
-const TEAM_PERMISSIONS = new Set<string>(ROLE_PERMISSIONS.team_admin)
 
 /**
  * Whether `value` is a policy the hook can enforce: a known kind, known scopes and permissions.
@@ -75,6 +73,6 @@ export function isRoutePolicy(value: unknown): value is RoutePolicy {
   if (typeof kind !== 'string' || !KINDS.has(kind)) return false
   if ((kind === 'dual' || kind === 'bearer') !== (scope !== undefined)) return false
   if (scope !== undefined && !(SCOPES as readonly unknown[]).includes(scope)) return false
-  if (permission !== undefined && !GLOBAL_PERMISSIONS.has(permission as string)) return false
-  return teamPermission === undefined || TEAM_PERMISSIONS.has(teamPermission as string)
+  if (permission !== undefined && !isPermission(permission)) return false
+  return teamPermission === undefined || isTeamPermission(teamPermission)
 }

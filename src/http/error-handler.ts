@@ -31,6 +31,21 @@ export function installErrorHandler(app: FastifyInstance, { bodyLimit }: { bodyL
   })
 }
 
+const coreRaised = new WeakSet<object>()
+
+/**
+ * Marks an error the core's onRequest hook raised (shutdown, setup, CSRF, rate limit, policy): an
+ * extension plugin's own error handler passes such errors on to the core's.
+ */
+export function raisedByCore<E>(error: E): E {
+  if (typeof error === 'object' && error !== null) coreRaised.add(error)
+  return error
+}
+
+/** Errors that are the service's to answer: its refusals, validation, body parsing. */
+export const isCoreError = (error: FastifyError): boolean =>
+  coreRaised.has(error) || error.validation !== undefined || (typeof error.code === 'string' && error.code.startsWith('FST_'))
+
 export type ErrorHandler = (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => unknown
 
 /**

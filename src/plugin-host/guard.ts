@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
 import { isRoutePolicy } from '../auth/policies.js'
-import type { ErrorHandler } from '../http/error-handler.js'
+import { isCoreError, type ErrorHandler } from '../http/error-handler.js'
 import { bodyValidator } from '../http/validation.js'
 
 /**
@@ -125,18 +125,6 @@ export function installPluginGuard(app: FastifyInstance, host: GuardHost, coreHa
     for (const method of methods) if (method !== 'HEAD') plugin.routes.add(`${method} ${url}`)
   })
 }
-
-const coreRaised = new WeakSet<object>()
-
-/** Marks an error the core's onRequest hook raised (setup, CSRF, rate limit, policy). */
-export function raisedByCore<E>(error: E): E {
-  if (typeof error === 'object' && error !== null) coreRaised.add(error)
-  return error
-}
-
-/** Errors that are the service's to answer: its refusals, validation, body parsing. */
-const isCoreError = (error: FastifyError): boolean =>
-  coreRaised.has(error) || error.validation !== undefined || (typeof error.code === 'string' && error.code.startsWith('FST_'))
 
 function deferringToCore(handler: ErrorHandler, coreHandler: ErrorHandler): ErrorHandler {
   return function (this: unknown, error: FastifyError, request: FastifyRequest, reply: FastifyReply) {

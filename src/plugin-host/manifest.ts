@@ -1,5 +1,5 @@
 import semver from 'semver'
-import { ROLE_PERMISSIONS, type Permission } from '../auth/permissions.js'
+import { isPermission, type Permission } from '../auth/permissions.js'
 import { SCOPES, type Scope } from '../auth/policies.js'
 import type { PluginDefinition } from './index.js'
 
@@ -40,7 +40,6 @@ export interface PluginManifest {
 const TOP_LEVEL = new Set(['id', 'name', 'version', 'description', 'settings', 'collections', 'register'])
 const SETTING_FIELDS = new Set(['type', 'default', 'description', 'encrypted'])
 const COLLECTION_FIELDS = new Set(['schema', 'description', 'scope', 'permission'])
-const PERMISSIONS = new Set<string>(ROLE_PERMISSIONS.global_admin)
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value)
@@ -143,7 +142,7 @@ function readCollections(declared: unknown, problems: string[]): CollectionManif
     }
     if (!optionalText(description, 1000)) problems.push(`${at}.description must be a string of at most 1000 characters`)
     if (scope !== undefined && !(SCOPES as readonly unknown[]).includes(scope)) problems.push(`${at}.scope must be one of ${SCOPES.join(', ')}`)
-    if (permission !== undefined && !PERMISSIONS.has(permission as string)) problems.push(`${at}.permission is not a known permission`)
+    if (permission !== undefined && !isPermission(permission)) problems.push(`${at}.permission is not a known permission`)
     collections.push({
       name,
       schema: schema as Record<string, unknown>,
