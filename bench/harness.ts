@@ -27,6 +27,7 @@ export async function start(args: string[], env: Record<string, string>): Promis
     stdio: ['ignore', 'ignore', 'inherit'],
   })
   const url = `http://127.0.0.1:${env.PORT}`
+  processes.set(url, child.pid!)
   for (;;) {
     try {
       const response = await fetch(`${url}/api/health`)
@@ -37,6 +38,15 @@ export async function start(args: string[], env: Record<string, string>): Promis
     if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}`)
     await new Promise((resolve) => setTimeout(resolve, 5))
   }
+}
+
+/** The process behind each URL the bench started, for its CPU time. */
+const processes = new Map<string, number>()
+
+/** User plus system CPU time of a process, in microseconds (Linux: /proc, in clock ticks of 10 ms). */
+function cpuMicros(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
+  return (Number(fields[11]) + Number(fields[12])) * 10_000
 }
 
 export async function stop(child: ChildProcess): Promise<void> {
@@ -65,6 +75,12 @@ export interface Load {
   p99: number
   /** Answers other than 2xx, and connection errors. */
   non2xx: number
+  /**
+   * CPU time the server process spent per request (user + system, so the kernel's share of the
+   * loopback network too), when the bench started that server. Steadier than req/s on a machine
+   * whose speed drifts, and free of the load generator's share of the two cores.
+   */
+  cpu_us?: number
 }
 
 export async function load(url: string, request: Request = {}, connections = CONNECTIONS, seconds = SECONDS): Promise<Load> {
@@ -74,14 +90,18 @@ export async function load(url: string, request: Request = {}, connections = CON
   }
   // Warm-up (JIT, pools) first; only the second run is reported.
   await autocannon({ ...options, duration: WARMUP_SECONDS })
+  const pid = processes.get(new URL(url).origin)
+  const cpuBefore = pid === undefined ? 0 : cpuMicros(pid)
   const result = await autocannon({ ...options, duration: seconds })
-  return { rps: Math.round(result.requests.average), p50: result.latency.p50, p99: result.latency.p99, non2xx: result.non2xx + result.errors }
+  const cpu = pid === undefined || result.requests.total === 0 ? {} : { cpu_us: Math.round(((cpuMicros(pid) - cpuBefore) / result.requests.total) * 10) / 10 }
+  return { rps: Math.round(result.requests.average), p50: result.latency.p50, p99: result.latency.p99, non2xx: result.non2xx + result.errors, ...cpu }
 }
 
 /** A measured workload, with the bare route measured right before it. */
 export interface Measurement extends Load {
   workload: string
   bare_rps?: number
+  bare_cpu_us?: number
   percent_of_bare?: number
   target_percent?: number
   met?: boolean
@@ -96,7 +116,7 @@ export async function againstBare(bareUrl: string, workload: string, url: string
   const result = await load(url, request, connections)
   const percent = Math.round((result.rps / bare.rps) * 1000) / 10
   return {
-    workload, ...result, bare_rps: bare.rps, percent_of_bare: percent,
+    workload, ...result, bare_rps: bare.rps, ...(bare.cpu_us === undefined ? {} : { bare_cpu_us: bare.cpu_us }), percent_of_bare: percent,
     ...(targetPercent === undefined ? {} : { target_percent: targetPercent, met: percent >= targetPercent }),
   }
 }
@@ -110,9 +130,10 @@ export function table(measurements: readonly Measurement[]): string {
     m.bare_rps === undefined ? '' : String(m.bare_rps),
     m.percent_of_bare === undefined ? '' : `${m.percent_of_bare.toFixed(0)} %`,
     m.target_percent === undefined ? '' : `≥ ${m.target_percent} % ${m.met ? 'met' : 'MISSED'}`,
+    m.cpu_us === undefined ? '' : `${m.cpu_us.toFixed(0)}${m.bare_cpu_us === undefined ? '' : ` / ${m.bare_cpu_us.toFixed(0)}`}`,
     m.non2xx === 0 ? '' : String(m.non2xx),
   ])
-  const header = ['workload', 'req/s', 'p50/p99 ms', 'bare req/s', 'of bare', 'target', 'non-2xx']
+  const header = ['workload', 'req/s', 'p50/p99 ms', 'bare req/s', 'of bare', 'target', 'CPU µs/req (bare)', 'non-2xx']
   const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column]!.length)))
   const format = (row: string[]) => `  ${row.map((cell, column) => (column === 0 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!))).join('  ')}`
   return [format(header), ...rows.map(format)].join('\n')

@@ -19,9 +19,11 @@ import { satelliteWorkloads } from './satellites.js'
  * another; the bare route is measured right before each workload, since this machine's speed
  * drifts within minutes. For each dialect: cold start; the authenticated hot path (health, the
  * 401 of a request without credentials, a session and a bearer token on /api/users/me and
- * /api/teams/me/default) against its target ratio to bare; logins against raw Argon2id; resident
+ * /api/teams/me/default) against its target ratio to bare, next to the stack's floor for the same
+ * answers (bench/floor-server.ts); logins against raw Argon2id; resident
  * memory after a mixed load with a login flood; satellites (bench/satellites.ts); the catalogue
  * (bench/catalogue.ts).
+ * `npm run bench -- --hot-path` measures the hot path only.
  *   BENCH_SECONDS (default 5)   length of each load run (after a 2 s warm-up that is not reported)
  *   BENCH_CONNECTIONS (10)      concurrent connections
  *   BENCH_STARTS (5)            cold starts per dialect (the median is reported)
@@ -87,6 +89,8 @@ const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floo
 
 const MIXED_SECONDS = Number(process.env.BENCH_MIXED_SECONDS ?? 60)
 const JSON_OUTPUT = process.argv.includes('--json')
+/** `npm run bench -- --hot-path`: the hot-path table only (a quicker loop while optimising). */
+const HOT_PATH_ONLY = process.argv.includes('--hot-path')
 const say = (line = '') => {
   if (!JSON_OUTPUT) console.log(line)
 }
@@ -138,9 +142,11 @@ async function main(): Promise<void> {
     machine: { cpus: cpus().length, node: process.version }, started_as: { env: startEnv, args: server }, seconds: SECONDS, connections: CONNECTIONS, dialects: {},
   }
   try {
-    const rawArgon2 = await argon2Throughput()
-    report.raw_argon2_verify_per_s = rawArgon2
-    say(`raw Argon2id verify: ${rawArgon2} /s (${CONNECTIONS} at a time, this process)`)
+    const rawArgon2 = HOT_PATH_ONLY ? 0 : await argon2Throughput()
+    if (!HOT_PATH_ONLY) {
+      report.raw_argon2_verify_per_s = rawArgon2
+      say(`raw Argon2id verify: ${rawArgon2} /s (${CONNECTIONS} at a time, this process)`)
+    }
 
     for (const dialect of ['sqlite', 'postgresql'] as const) {
       const dataDir = mkdtempSync(join(tmpdir(), 'svc-bench-'))
@@ -163,11 +169,24 @@ async function main(): Promise<void> {
         const bearer = { headers: { authorization: `Bearer ${accessToken}` } }
         const hot: Measurement[] = []
         hot.push(await againstBare(bare.url, 'GET /api/health', `${url}/api/health`, {}, TARGETS.health[dialect]))
+        // The stack's floor for the same two answers (bench/floor-server.ts), on the same database.
+        const floor = await start([join(projectRoot, 'dist/bench/floor-server.js')], { DATABASE_URL: database.url, ENCRYPTION_SECRET: SECRET, PORT: String(++port) })
         hot.push(await againstBare(bare.url, 'GET /api/users/me, no credentials (401)', `${url}/api/users/me`, {}, TARGETS.anonymous[dialect]))
+        hot.push(await againstBare(bare.url, '  floor: the same 401 (cookie plugin, envelope)', `${floor.url}/api/users/me`))
         hot.push(await againstBare(bare.url, 'GET /api/users/me, session', `${url}/api/users/me`, session, TARGETS.authenticated[dialect]))
+        hot.push(await againstBare(bare.url, '  floor: cookie, HMAC, one prepared lookup', `${floor.url}/api/users/me`, session))
+        await stop(floor.child)
         hot.push(await againstBare(bare.url, 'GET /api/teams/me/default, session', `${url}/api/teams/me/default`, session, TARGETS.authenticated[dialect]))
         hot.push(await againstBare(bare.url, 'GET /api/teams/me/default, bearer', `${url}/api/teams/me/default`, bearer, TARGETS.authenticated[dialect]))
         hot.push(await againstBare(bare.url, 'GET /api/health/ready (one query)', `${url}/api/health/ready`))
+        say(`\n${dialect}: cold start to first 200, median ${median(starts).toFixed(0)} ms (of ${STARTS}: ${starts.map((ms) => ms.toFixed(0)).join(', ')})`)
+        const result: Record<string, unknown> = { cold_start_ms: { median: Math.round(median(starts)), all: starts.map(Math.round) }, hot_path: hot }
+        ;(report.dialects as Record<string, unknown>)[dialect] = result
+        if (HOT_PATH_ONLY) {
+          say(table(hot))
+          await stop(running.child)
+          continue
+        }
         // A login flood, and meanwhile one client measuring the event loop through /api/health.
         const loginRequest: Request = { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ login: 'bench', password: PASSWORD }) }
         const [login, healthDuringLogins] = await Promise.all([load(`${url}/api/auth/email/login`, loginRequest), load(`${url}/api/health`, {}, 1)])
@@ -178,11 +197,7 @@ async function main(): Promise<void> {
         const finalRss = rssMb(running.child)
         await stop(running.child)
 
-        ;(report.dialects as Record<string, unknown>)[dialect] = {
-          cold_start_ms: { median: Math.round(median(starts)), all: starts.map(Math.round) },
-          hot_path: hot, logins, memory: { idle_rss_mb: idleRss, mixed, final_rss_mb: finalRss }, satellites, catalogue,
-        }
-        say(`\n${dialect}: cold start to first 200, median ${median(starts).toFixed(0)} ms (of ${STARTS}: ${starts.map((ms) => ms.toFixed(0)).join(', ')})`)
+        Object.assign(result, { logins, memory: { idle_rss_mb: idleRss, mixed, final_rss_mb: finalRss }, satellites, catalogue })
         say(table([...hot, ...satellites, ...catalogue.measurements]))
         for (const note of catalogue.notes) say(`  ${note}`)
         say(`  POST /api/auth/email/login: ${login.rps} req/s, ${logins.percent_of_raw_argon2} % of raw Argon2 verify${login.non2xx ? `, ${login.non2xx} failures` : ''}; /api/health p99 meanwhile ${healthDuringLogins.p99} ms`)
