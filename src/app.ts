@@ -18,6 +18,7 @@ import type { Caller, CredentialVerifiers } from './auth/caller.js'
 import type { Config } from './config.js'
 import { DatabaseLifecycle } from './db/lifecycle.js'
 import { csrfGuard } from './http/csrf.js'
+import { trustedOrigins } from './http/origins.js'
 import { clientErrorHandler, coreErrorHandler, frameworkErrors, installErrorHandler, MAX_PARAM_LENGTH, raisedByCore } from './http/error-handler.js'
 import { AppError, errors } from './http/errors.js'
 import { installGracefulClose } from './http/graceful-close.js'
@@ -29,6 +30,9 @@ import { registerCors, securityHeaders } from './http/security-headers.js'
 import { installValidators } from './http/validation.js'
 import { systemClock, type Clock } from './lib/clock.js'
 import { mailRoutes } from './modules/mail/routes.js'
+import { observeRequests } from './modules/metrics/requests.js'
+import { metricsRoutes } from './modules/metrics/routes.js'
+import { Metrics } from './modules/metrics/service.js'
 import { systemRoutes } from './modules/system/routes.js'
 import { categoryRoutes } from './modules/catalogue/categories-routes.js'
 import { serverRoutes } from './modules/catalogue/servers-routes.js'
@@ -92,13 +96,15 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
 
   for (const warning of config.warnings) app.log.warn(warning)
 
+  const metrics = new Metrics()
   const lifecycle = new DatabaseLifecycle(config, app.log, async (database) => {
     const services = await createServices(database, {
-      config, clock, log: app.log, credentials: options.credentials, limits, outbound: options.outbound, pluginSettings: plugins.settings(),
+      config, clock, log: app.log, credentials: options.credentials, limits, outbound: options.outbound, pluginSettings: plugins.settings(), metrics,
     })
     await plugins.recordLoads(services.audit)
+    metrics.watchPool(database)
     return services
-  })
+  }, metrics.queries)
   const plugins = new PluginHost({
     dir: config.pluginsDir,
     disabled: config.pluginsDisabled,
@@ -114,7 +120,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   app.decorateReply('errorCode', null)
 
   installValidators(app)
-  installErrorHandler(app, { bodyLimit: BODY_LIMIT })
+  installErrorHandler(app, { bodyLimit: BODY_LIMIT, hidden: (url) => plugins.hides(url) })
   // Before @fastify/swagger: the guards write each route's `security` and tags that the document
   // shows, and a route they refuse never reaches it.
   installRouteGuard(app, { limiter: config.rateLimitEnabled ? limiters(app, limits) : null })
@@ -165,12 +171,14 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       .then(admitted, refuse)
   })
   app.addHook('onClose', () => lifecycle.close())
+  observeRequests(app, metrics.requests)
 
   try {
     await app.register(systemRoutes, { lifecycle })
+    await app.register(metricsRoutes, { metrics })
     await app.register(mailRoutes)
-    await registerDocumentation(app, lifecycle)
-    await app.register(authRoutes)
+    await registerDocumentation(app, lifecycle, config)
+    await app.register(authRoutes, { origins: trustedOrigins(config) })
     await app.register(providerLoginRoutes)
     await app.register(oauthRoutes)
     await app.register(meRoutes)

@@ -10,6 +10,15 @@ import { parseEnv } from 'node:util'
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
 
+/** `json`: one JSON object a line (machines, production); `pretty`: human-readable (a terminal). */
+export type LogFormat = 'json' | 'pretty'
+
+/** The sender of every mail: `SMTP_FROM` as `Name <address>` or a bare address. */
+export interface MailSender {
+  name: string | null
+  address: string
+}
+
 export type DatabaseTarget =
   | { dialect: 'sqlite'; path: string; url: string }
   | { dialect: 'postgresql'; url: string }
@@ -26,6 +35,7 @@ export interface Config {
   nodeEnv: string
   isProduction: boolean
   logLevel: LogLevel
+  logFormat: LogFormat
   pluginsDir: string
   pluginsDisabled: readonly string[]
   providerOauthUrl: string
@@ -37,11 +47,16 @@ export interface Config {
   providerOauthClientId: string | null
   providerOauthClientSecret: string | null
   smtpUrl: string | null
+  smtpFrom: MailSender | null
+  /** How long the first connection to the database is retried at start before the process gives up. */
+  databaseConnectTimeoutMs: number
   /**
    * `host` or `host:port` entries (lower case, IPv6 in brackets) that outbound requests (client
    * metadata documents) may reach even when they resolve to a private or loopback address.
    */
   outboundAllowedHosts: readonly string[]
+  /** The Prometheus scraper's bearer token for GET /api/metrics; null: only global admins' sessions may read it. */
+  metricsToken: string | null
   /** Things worth telling the operator once the logger exists (e.g. a generated secret). */
   warnings: readonly string[]
 }
@@ -56,7 +71,9 @@ export class ConfigError extends Error {
 }
 
 const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']
+const LOG_FORMATS: readonly LogFormat[] = ['json', 'pretty']
 const SECRET_MIN_LENGTH = 32
+const METRICS_TOKEN_MIN_LENGTH = 16
 const SECRET_FILE = 'encryption-secret'
 
 /** `process.env` over the variables of a `.env` file in the working directory, if there is one. */
@@ -66,7 +83,11 @@ export function readEnvironment(cwd = process.cwd()): Environment {
   return { ...fromFile, ...process.env }
 }
 
-export function loadConfig(env: Environment = readEnvironment()): Config {
+/**
+ * `terminal`: whether standard output is a terminal, which makes `pretty` the default log format
+ * (a person reads it); piped or collected output stays JSON.
+ */
+export function loadConfig(env: Environment = readEnvironment(), { terminal = process.stdout.isTTY === true } = {}): Config {
   const problems: string[] = []
   const warnings: string[] = []
   const read = (name: string): string | undefined => {
@@ -110,6 +131,8 @@ export function loadConfig(env: Environment = readEnvironment()): Config {
 
   const logLevel = (read('LOG_LEVEL') ?? 'info') as LogLevel
   if (!LOG_LEVELS.includes(logLevel)) problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`)
+  const logFormat = (read('LOG_FORMAT')?.toLowerCase() ?? (terminal ? 'pretty' : 'json')) as LogFormat
+  if (!LOG_FORMATS.includes(logFormat)) problems.push(`LOG_FORMAT must be json or pretty (got "${read('LOG_FORMAT')}")`)
 
   const database = parseDatabaseUrl(read('DATABASE_URL') ?? `sqlite:${join(dataDir, 'service.db')}`)
   if (typeof database === 'string') problems.push(database)
@@ -126,6 +149,11 @@ export function loadConfig(env: Environment = readEnvironment()): Config {
 
   const smtpUrl = read('SMTP_URL') ?? null
   if (smtpUrl !== null && !/^smtps?:\/\/[^/]+/.test(smtpUrl)) problems.push('SMTP_URL must look like smtp://user:pass@host:port or smtps://…')
+  const rawSmtpFrom = read('SMTP_FROM')
+  const smtpFrom = rawSmtpFrom === undefined ? null : parseMailSender(rawSmtpFrom)
+  if (rawSmtpFrom !== undefined && smtpFrom === null) {
+    problems.push(`SMTP_FROM must be an address or Name <address>, like "Service <noreply@example.com>" (got "${rawSmtpFrom}")`)
+  }
 
   const outboundAllowedHosts: string[] = []
   for (const entry of list('OUTBOUND_ALLOWED_HOSTS')) {
@@ -135,6 +163,11 @@ export function loadConfig(env: Environment = readEnvironment()): Config {
   }
 
   const pluginsDisabled = list('PLUGINS_DISABLED')
+  const metricsToken = read('METRICS_TOKEN') ?? null
+  // Presented as `Authorization: Bearer <token>` (RFC 6750 token characters); `service_` starts satellite credentials.
+  if (metricsToken !== null && (metricsToken.length < METRICS_TOKEN_MIN_LENGTH || !/^[A-Za-z0-9\-._~+/]+=*$/.test(metricsToken) || metricsToken.startsWith('service_'))) {
+    problems.push(`METRICS_TOKEN must be at least ${METRICS_TOKEN_MIN_LENGTH} characters of A-Z a-z 0-9 - . _ ~ + / (= at the end), not starting with service_`)
+  }
   const providerOauthClientId = read('PROVIDER_OAUTH_CLIENT_ID') ?? null
   const providerOauthClientSecret = read('PROVIDER_OAUTH_CLIENT_SECRET') ?? null
   if ((providerOauthClientId === null) !== (providerOauthClientSecret === null)) {
@@ -153,6 +186,7 @@ export function loadConfig(env: Environment = readEnvironment()): Config {
     nodeEnv,
     isProduction,
     logLevel,
+    logFormat,
     pluginsDir: resolve(read('PLUGINS_DIR') ?? './plugins'),
     pluginsDisabled,
     providerOauthUrl: httpUrl('PROVIDER_OAUTH_URL', 'https://github.com'),
@@ -164,7 +198,10 @@ export function loadConfig(env: Environment = readEnvironment()): Config {
     providerOauthClientId,
     providerOauthClientSecret,
     smtpUrl,
+    smtpFrom,
+    databaseConnectTimeoutMs: integer('DATABASE_CONNECT_TIMEOUT', 30, 0, 3600) * 1000,
     outboundAllowedHosts,
+    metricsToken,
     warnings,
   }
 
@@ -209,6 +246,19 @@ function parseDatabaseUrl(url: string): DatabaseTarget | string {
   return 'DATABASE_URL must be sqlite:<path>, sqlite::memory: or postgres://…'
 }
 
+/**
+ * `Name <address>`, `"Name" <address>` or a bare address, each part at most 255 characters (the
+ * length of the sender settings). The address check is deliberately loose (one @, no spaces,
+ * quotes or angle brackets): the SMTP server has the last word on it.
+ */
+function parseMailSender(value: string): MailSender | null {
+  const named = /^([^<>]*?)\s*<([^<>]+)>$/.exec(value)
+  const name = named === null ? '' : named[1]!.replace(/^"(.*)"$/, '$1').trim()
+  const address = named === null ? value : named[2]!.trim()
+  if (!/^[^\s@<>"]+@[^\s@<>"]+$/.test(address) || address.length > 255 || name.length > 255) return null
+  return { name: name === '' ? null : name, address }
+}
+
 /** Dev and test only: one random secret per data directory, kept private to this user. */
 function generatedSecret(dataDir: string, warnings: string[]): string {
   const file = join(dataDir, SECRET_FILE)
@@ -218,9 +268,12 @@ function generatedSecret(dataDir: string, warnings: string[]): string {
   const secret = randomBytes(48).toString('base64url')
   writeFileSync(file, `${secret}\n`, { mode: 0o600 })
   chmodSync(file, 0o600)
+  // The secret itself is never logged: the operator copies it from the file.
   warnings.push(
     `ENCRYPTION_SECRET is not set: generated one and stored it in ${file} (mode 0600). ` +
-      'Set ENCRYPTION_SECRET explicitly in production; losing it makes encrypted settings unreadable.',
+      `Copy it into your configuration now (ENCRYPTION_SECRET=<contents of ${file}> in .env or the environment): ` +
+      'if the file is lost or another secret is used, encrypted settings become unreadable and every session, ' +
+      'token and satellite key stops working. NODE_ENV=production requires ENCRYPTION_SECRET.',
   )
   return secret
 }

@@ -1,8 +1,10 @@
 import closeWithGrace from 'close-with-grace'
 import { buildApp } from './app.js'
 import { ConfigError, loadConfig } from './config.js'
+import { DatabaseStartError } from './db/start-failure.js'
+import { logStartup } from './startup-banner.js'
 
-/** Reads the configuration, builds the app, listens, and shuts down gracefully. Nothing else. */
+/** Reads the configuration, builds the app, listens, logs a start-up summary, and shuts down gracefully. Nothing else. */
 let config
 try {
   config = loadConfig()
@@ -12,7 +14,14 @@ try {
   process.exit(1)
 }
 
-const app = await buildApp(config)
+let app
+try {
+  app = await buildApp(config)
+} catch (error) {
+  // The database could not be reached in time: the reason is logged already, in one line.
+  if (!(error instanceof DatabaseStartError)) throw error
+  process.exit(1)
+}
 
 // SIGTERM/SIGINT: stop accepting, let in-flight requests finish (up to 10 s), close the database.
 closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {
@@ -22,3 +31,4 @@ closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {
 })
 
 await app.listen({ port: config.port, host: config.host })
+await logStartup(app, config).catch((error: unknown) => app.log.warn({ err: error }, 'the start-up summary could not be completed'))

@@ -24,7 +24,7 @@ import type { Clock } from './lib/clock.js'
 import { deriveKey } from './lib/keys.js'
 import { OutboundFetch } from './lib/outbound-fetch.js'
 import { createSecretBox } from './lib/secret-box.js'
-import { createDigester } from './lib/tokens.js'
+import { createDigester, sameSecret } from './lib/tokens.js'
 import { UserAdministration } from './modules/admin/service.js'
 import { AuditLog } from './modules/audit/service.js'
 import { EmailFlows } from './modules/auth/email-flows.js'
@@ -33,10 +33,12 @@ import { CategoryService } from './modules/catalogue/categories.js'
 import { ServerService } from './modules/catalogue/servers.js'
 import { VersionService } from './modules/catalogue/versions.js'
 import { MailService, type MailLogger } from './modules/mail/service.js'
+import { Metrics } from './modules/metrics/service.js'
 import { RegistrationJwt } from './modules/satellites/registration-jwt.js'
 import { RegistrationTokens } from './modules/satellites/registration-tokens.js'
 import { SatelliteService } from './modules/satellites/service.js'
 import { CORE_GROUPS, CORE_SETTINGS, type SettingDefinition, type SettingGroup } from './modules/settings/definitions.js'
+import { unreadableSecretsWarning } from './modules/settings/secret-rotation.js'
 import { SettingsService } from './modules/settings/service.js'
 import { TeamService } from './modules/teams/service.js'
 import { ProviderClient } from './modules/provider-login/client.js'
@@ -87,6 +89,8 @@ export interface ServiceOptions {
   outbound?: OutboundOverrides
   /** Settings the loaded extension plugins declare (`plugin.<id>.*`). */
   pluginSettings?: { definitions: Readonly<Record<string, SettingDefinition>>; groups: readonly SettingGroup[] }
+  /** The app's counters (GET /api/metrics); a command-line tool, which serves none, may leave them out. */
+  metrics?: Metrics
 }
 
 /** Requests to addresses third parties choose (client metadata documents); tests trust their own CA and shorten the timeout. */
@@ -96,7 +100,7 @@ export interface OutboundOverrides {
   timeoutMs?: number
 }
 
-export async function createServices(database: Database, { config, clock, log, limits: limitOverrides, credentials, outbound, pluginSettings }: ServiceOptions): Promise<Services> {
+export async function createServices(database: Database, { config, clock, log, limits: limitOverrides, credentials, outbound, pluginSettings, metrics = new Metrics() }: ServiceOptions): Promise<Services> {
   const settings = new SettingsService({
     repository: settingsRepository(database),
     box: createSecretBox(deriveKey(config.encryptionSecret, 'settings-encryption')),
@@ -106,6 +110,8 @@ export async function createServices(database: Database, { config, clock, log, l
     groups: [...CORE_GROUPS, ...(pluginSettings?.groups ?? [])],
   })
   await settings.init()
+  const unreadable = settings.unreadable()
+  if (unreadable.length > 0) log.warn({ keys: unreadable }, unreadableSecretsWarning(unreadable))
   const limits = { ...DEFAULT_LIMITS, ...limitOverrides }
   const digest = createDigester(deriveKey(config.encryptionSecret, 'token-digest'))
   const users = usersRepository(database)
@@ -125,11 +131,11 @@ export async function createServices(database: Database, { config, clock, log, l
   })
   const teamService = new TeamService({ database, teams, users, settings, clock })
   const accounts = new AccountService({
-    database, users, teams, sessionsRepository: sessionRows, sessions, passwords, settings, audit, emailFlows, limits, clock,
+    database, users, teams, sessionsRepository: sessionRows, sessions, passwords, settings, audit, emailFlows, limits, clock, metrics: metrics.logins,
   })
   const oauth = new OAuthServer({
     database, repository: oauthRows, teams, settings, audit, digest,
-    csrfKey: deriveKey(config.encryptionSecret, 'oauth-csrf'), clock, config,
+    csrfKey: deriveKey(config.encryptionSecret, 'oauth-csrf'), clock, config, metrics: metrics.tokens,
     clientDocuments: new ClientIdDocuments(new OutboundFetch({ allowedHosts: config.outboundAllowedHosts, ...outbound }), clock),
   })
   const categories = categoriesRepository(database)
@@ -177,6 +183,7 @@ export async function createServices(database: Database, { config, clock, log, l
       teamRole: (userId, teamId) => teams.roleOf(userId, teamId),
       satelliteKey: (secret) => satellites.verifyKey(secret),
       registrationToken: (token, scope) => registrationTokens.verify(token, scope),
+      metricsToken: async (token) => (config.metricsToken !== null && sameSecret(token, config.metricsToken) ? { kind: 'scraper' } : null),
       ...credentials,
     },
   }

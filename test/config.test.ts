@@ -55,6 +55,8 @@ describe('loadConfig defaults', () => {
       pluginsDisabled: [],
       redisUrl: null,
       smtpUrl: null,
+      smtpFrom: null,
+      databaseConnectTimeoutMs: 30_000,
       providerOauthClientId: null,
       providerOauthClientSecret: null,
       outboundAllowedHosts: [],
@@ -270,6 +272,9 @@ describe('ENCRYPTION_SECRET', () => {
     expect(statSync(secretFile(dir)).mode & 0o777).toBe(0o600)
     expect(first.warnings).toEqual([expect.stringContaining('ENCRYPTION_SECRET')])
     expect(first.warnings[0]).toContain(secretFile(dir))
+    // It tells the operator to keep the secret in the configuration, without printing it.
+    expect(first.warnings[0]).toContain('Copy it into your configuration')
+    expect(first.warnings[0]).not.toContain(first.encryptionSecret)
 
     // The next start finds the stored secret: same value, nothing new to tell the operator.
     const second = loadConfig({ DATA_DIR: dir })
@@ -323,6 +328,71 @@ describe('readEnvironment', () => {
     const env = readEnvironment(dataDir())
     expect(env[FROM_BOTH]).toBe('from-process')
     expect(env[FROM_FILE]).toBeUndefined()
+  })
+})
+
+describe('SMTP_FROM', () => {
+  const sender = (value: string) => loadConfig({ DATA_DIR: dataDir(), ENCRYPTION_SECRET: SECRET, SMTP_FROM: value }).smtpFrom
+
+  it('is null when unset', () => {
+    expect(loadConfig({ DATA_DIR: dataDir(), ENCRYPTION_SECRET: SECRET }).smtpFrom).toBeNull()
+  })
+
+  it.each([
+    ['noreply@example.com', { name: null, address: 'noreply@example.com' }],
+    ['  noreply@localhost  ', { name: null, address: 'noreply@localhost' }],
+    ['Service <noreply@example.com>', { name: 'Service', address: 'noreply@example.com' }],
+    ['MCP Platform Team<team@example.com>', { name: 'MCP Platform Team', address: 'team@example.com' }],
+    ['"Service, Inc." <noreply@example.com>', { name: 'Service, Inc.', address: 'noreply@example.com' }],
+    ['<noreply@example.com>', { name: null, address: 'noreply@example.com' }],
+  ])('reads %j', (value, expected) => {
+    expect(sender(value)).toEqual(expected)
+  })
+
+  it.each([
+    'noreply',
+    'Service noreply@example.com',
+    'Service <noreply>',
+    'Service <noreply@example.com',
+    'Service <a b@example.com>',
+    'A <b> <noreply@example.com>',
+    'noreply@@example.com',
+    `${'x'.repeat(250)}@example.com`,
+  ])('%j is a problem naming SMTP_FROM and both accepted forms', (value) => {
+    const problems = problemsOf({ DATA_DIR: dataDir(), ENCRYPTION_SECRET: SECRET, SMTP_FROM: value })
+    expect(problems).toEqual([expect.stringMatching(/^SMTP_FROM must be an address or Name <address>/)])
+  })
+})
+
+describe('DATABASE_CONNECT_TIMEOUT', () => {
+  it('is 30 seconds by default, and read in seconds', () => {
+    expect(loadConfig({ DATA_DIR: dataDir(), ENCRYPTION_SECRET: SECRET }).databaseConnectTimeoutMs).toBe(30_000)
+    expect(loadConfig({ DATA_DIR: dataDir(), ENCRYPTION_SECRET: SECRET, DATABASE_CONNECT_TIMEOUT: '2' }).databaseConnectTimeoutMs).toBe(2_000)
+    expect(loadConfig({ DATA_DIR: dataDir(), ENCRYPTION_SECRET: SECRET, DATABASE_CONNECT_TIMEOUT: '0' }).databaseConnectTimeoutMs).toBe(0)
+  })
+
+  it.each(['-1', '1.5', '2s', '3601'])('%s is a problem naming the variable', (value) => {
+    const problems = problemsOf({ DATA_DIR: dataDir(), ENCRYPTION_SECRET: SECRET, DATABASE_CONNECT_TIMEOUT: value })
+    expect(problems).toEqual([`DATABASE_CONNECT_TIMEOUT must be an integer between 0 and 3600 (got "${value}")`])
+  })
+})
+
+describe('LOG_FORMAT', () => {
+  const format = (env: Environment, terminal: boolean) =>
+    loadConfig({ DATA_DIR: dataDir(), ENCRYPTION_SECRET: SECRET, ...env }, { terminal }).logFormat
+
+  it('defaults to pretty on a terminal and to JSON otherwise', () => {
+    expect(format({}, true)).toBe('pretty')
+    expect(format({}, false)).toBe('json')
+  })
+
+  it('an explicit choice wins either way, in any case', () => {
+    expect(format({ LOG_FORMAT: 'json' }, true)).toBe('json')
+    expect(format({ LOG_FORMAT: 'Pretty' }, false)).toBe('pretty')
+  })
+
+  it('anything else is a problem naming the variable', () => {
+    expect(problemsOf({ DATA_DIR: dataDir(), ENCRYPTION_SECRET: SECRET, LOG_FORMAT: 'text' })).toEqual(['LOG_FORMAT must be json or pretty (got "text")'])
   })
 })
 

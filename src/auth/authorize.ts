@@ -9,8 +9,9 @@ import { roleHas } from './permissions.js'
 import type { RoutePolicy } from './policies.js'
 
 /**
- * The satellite routes' challenges. They are not OAuth resources (satellite keys and registration
- * tokens come from no authorization server), so they name no resource metadata.
+ * The satellite and metrics routes' challenges. They are not OAuth resources (satellite keys,
+ * registration tokens and METRICS_TOKEN come from no authorization server), so they name no
+ * resource metadata.
  */
 const PLAIN: Omit<BearerChallenges, 'insufficientScope'> = { missing: 'Bearer', invalidToken: 'Bearer error="invalid_token"' }
 
@@ -44,14 +45,17 @@ export function authorize(request: FastifyRequest, reply: FastifyReply, routePol
 }
 
 async function admit(request: FastifyRequest, reply: FastifyReply, routePolicy: RoutePolicy, services: Services, caller: Caller): Promise<Caller> {
+  if (caller.kind === 'scraper') return caller
   if (caller.kind === 'satellite') return admitSatellite(request, caller, routePolicy)
   if (caller.kind === 'registration') {
     // Pairing a satellite is a login of sorts: the master switch stops it too.
     if (!(await services.settings.get('global.enable_login'))) throw loginDisabled()
     return caller
   }
-  // A session on a satellite route is only admitted (orAdminSession) for a global admin.
-  if (routePolicy.kind === 'satellite' && caller.role !== 'global_admin') throw errors.forbidden({ required_permission: 'global_admin' })
+  // A session on a satellite route (orAdminSession) or on the metrics is only admitted for a global admin.
+  if ((routePolicy.kind === 'satellite' || routePolicy.kind === 'metrics') && caller.role !== 'global_admin') {
+    throw errors.forbidden({ required_permission: 'global_admin' })
+  }
   // A session renewed by this request gets its cookie again, with the new lifetime.
   if (caller.via === 'session' && 'renewedUntil' in caller && caller.renewedUntil instanceof Date) {
     services.sessions.setCookie(reply, request.cookies[SESSION_COOKIE]!, caller.renewedUntil)
@@ -114,6 +118,13 @@ function identify(request: FastifyRequest, routePolicy: Exclude<RoutePolicy, { k
     case 'registration_token': {
       if (bearer.kind !== 'registration_token') return refusal(PLAIN.missing)
       return verify.registrationToken(bearer.token, bearer.scope).then(orRefuse(PLAIN.invalidToken))
+    }
+    case 'metrics': {
+      if (bearer.kind === 'bearer') return verify.metricsToken(bearer.token).then(orRefuse(PLAIN.invalidToken))
+      if (bearer.kind !== 'none') return refusal(PLAIN.invalidToken)
+      const session = presentedSession(request)
+      if (session.kind === 'session') return verify.session(session.id).then(orRefuse())
+      return refusal(PLAIN.missing)
     }
   }
 }

@@ -34,7 +34,12 @@ export interface RegistrationCaller {
   teamId: string | null
 }
 
-export type Caller = UserCaller | SatelliteCaller | RegistrationCaller
+/** The Prometheus scraper, identified by METRICS_TOKEN: no user, no team. */
+export interface ScraperCaller {
+  kind: 'scraper'
+}
+
+export type Caller = UserCaller | SatelliteCaller | RegistrationCaller | ScraperCaller
 
 /**
  * How each kind of credential is checked. Each answers null for an unknown, expired or revoked
@@ -49,6 +54,8 @@ export interface CredentialVerifiers {
   registrationToken(token: string, scope: 'global' | 'team'): Promise<RegistrationCaller | null>
   /** The caller's role in a team, or null when not a member (or no such team). */
   teamRole(userId: string, teamId: string): Promise<TeamRole | null>
+  /** The scraper when the token is METRICS_TOKEN (never when it is unset). */
+  metricsToken(token: string): Promise<ScraperCaller | null>
 }
 
 export const noCredentials: CredentialVerifiers = {
@@ -57,4 +64,5 @@ export const noCredentials: CredentialVerifiers = {
   satelliteKey: async () => null,
   registrationToken: async () => null,
   teamRole: async () => null,
+  metricsToken: async () => null,
 }

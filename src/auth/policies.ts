@@ -33,6 +33,8 @@ export type RoutePolicy =
    */
   | ({ kind: 'satellite' } & SatelliteOptions)
   | { kind: 'registration_token' }
+  /** The Prometheus scraper: METRICS_TOKEN as a bearer token, or a global admin's session. */
+  | { kind: 'metrics' }
 
 export const policy = {
   public: (): RoutePolicy => ({ kind: 'public' }),
@@ -41,6 +43,7 @@ export const policy = {
   bearer: (scope: Scope): RoutePolicy => ({ kind: 'bearer', scope }),
   satellite: (options: SatelliteOptions = {}): RoutePolicy => ({ kind: 'satellite', ...options }),
   registrationToken: (): RoutePolicy => ({ kind: 'registration_token' }),
+  metrics: (): RoutePolicy => ({ kind: 'metrics' }),
 }
 
 /** OpenAPI `security` for a policy. */
@@ -58,9 +61,12 @@ export function openApiSecurity(routePolicy: RoutePolicy): Array<Record<string, 
       return routePolicy.orAdminSession === true ? [{ satelliteKey: [] }, { cookieAuth: [] }] : [{ satelliteKey: [] }]
     case 'registration_token':
       return [{ registrationToken: [] }]
+    case 'metrics':
+      return [{ metricsToken: [] }, { cookieAuth: [] }]
   }
 }
 
+/** `metrics` is left out: the scraper's token reads the core's metrics, nothing of a plugin. */
 const KINDS = new Set(['public', 'session', 'dual', 'bearer', 'satellite', 'registration_token'])
 
 /**

@@ -5,7 +5,8 @@ import type { Config } from '../config.js'
 import { AppError, errors } from '../http/errors.js'
 import type { Services } from '../services.js'
 import { openDatabase } from './client.js'
-import type { Database, Dialect } from './types.js'
+import { DatabaseStartError, describeStartFailure } from './start-failure.js'
+import type { Database, Dialect, QueryTimer } from './types.js'
 
 export interface DatabaseStatus {
   configured: boolean
@@ -15,6 +16,9 @@ export interface DatabaseStatus {
 
 const CHOICE_FILE = 'database-setup.json'
 const PURGE_EVERY_MS = 60 * 60 * 1000
+/** The first wait before connecting again at start; it doubles up to the cap. */
+const FIRST_RETRY_MS = 250
+const MAX_RETRY_MS = 5_000
 
 /**
  * Owns the database connection and the services built on it. With
@@ -31,6 +35,8 @@ export class DatabaseLifecycle {
     private readonly config: Config,
     private readonly log: FastifyBaseLogger,
     private readonly build: (database: Database) => Promise<Services>,
+    /** Told the duration of every statement (metrics). */
+    private readonly onQuery?: QueryTimer,
   ) {}
 
   async start(): Promise<void> {
@@ -40,7 +46,7 @@ export class DatabaseLifecycle {
     }
     if (this.config.databaseAutoSetup || remembered !== null) {
       this.claimed = true
-      await this.connect()
+      await this.connectAtStart()
     }
   }
 
@@ -58,7 +64,9 @@ export class DatabaseLifecycle {
       await this.connect()
     } catch (error) {
       this.claimed = false
-      this.log.error({ err: error }, 'database setup failed')
+      const failure = describeStartFailure(error, this.config.database)
+      if (failure === null) this.log.error({ err: error }, 'database setup failed')
+      else this.log.error({ ...failure.address, code: failure.code }, `database setup failed: ${failure.text}`)
       throw new AppError(503, 'DATABASE_UNAVAILABLE', 'The database named by DATABASE_URL could not be set up; see the server log.')
     }
     this.remember(type)
@@ -90,10 +98,48 @@ export class DatabaseLifecycle {
     await services?.database.close()
   }
 
+  /**
+   * The first connection. While PostgreSQL cannot be reached (not started yet, the database not
+   * created yet: a compose file may start it after the service) it is tried again, waiting longer
+   * each time, until DATABASE_CONNECT_TIMEOUT has passed. The reason is logged in one line when it
+   * first appears or changes, and once more when giving up; the process entry then exits non-zero.
+   * Any other failure (a migration, SQLite's file) gives up at once.
+   */
+  private async connectAtStart(): Promise<void> {
+    const timeoutMs = this.config.databaseConnectTimeoutMs
+    const deadline = Date.now() + timeoutMs
+    let wait = FIRST_RETRY_MS
+    let reported: string | null = null
+    for (;;) {
+      try {
+        await this.connect()
+        if (reported !== null) this.log.info('connected to the database')
+        return
+      } catch (error) {
+        const failure = describeStartFailure(error, this.config.database)
+        if (failure === null) {
+          this.log.error({ err: error }, 'the database could not be prepared at start')
+          throw new DatabaseStartError('the database could not be prepared at start', { cause: error })
+        }
+        const fields = { ...failure.address, code: failure.code }
+        const left = deadline - Date.now()
+        if (left <= 0) {
+          this.log.error(fields, `${failure.text}; gave up after ${timeoutMs / 1000} s (DATABASE_CONNECT_TIMEOUT)`)
+          throw new DatabaseStartError(failure.text, { cause: error })
+        }
+        if (failure.text !== reported) this.log.warn(fields, `${failure.text}; trying again for up to ${Math.ceil(left / 1000)} s`)
+        reported = failure.text
+        await new Promise((resolve) => setTimeout(resolve, Math.min(wait, left)))
+        wait = Math.min(wait * 2, MAX_RETRY_MS)
+      }
+    }
+  }
+
   private async connect(): Promise<void> {
     const database = openDatabase(this.config.database, {
       poolSize: this.config.databasePoolSize,
       onPoolError: (error) => this.log.warn({ err: error }, 'database connection lost; the pool reconnects'),
+      onQuery: this.onQuery,
     })
     try {
       await database.migrate()

@@ -5,7 +5,7 @@ import pg from 'pg'
 import { migrationsFolder } from '../paths.js'
 import { DatabaseUnavailableError } from './errors.js'
 import * as schema from './schema/pg/index.js'
-import type { Database, Db } from './types.js'
+import type { Database, Db, QueryTimer } from './types.js'
 
 /** Any constant works; it only has to be the same for every instance migrating this database. */
 const MIGRATION_LOCK_ID = 0x5e71ce
@@ -31,6 +31,8 @@ type Callback = (error: unknown, ...results: unknown[]) => void
  */
 class GuardedClient extends pg.Client {
   private lost = false
+  /** Told each statement's duration; set by the pool's subclass (openPostgres). */
+  protected readonly onQuery: QueryTimer | undefined
 
   constructor(config?: pg.ClientConfig) {
     super(config)
@@ -54,8 +56,10 @@ class GuardedClient extends pg.Client {
     const callback = args[last]
     if (typeof callback === 'function') {
       const timer = this.watch()
+      const started = performance.now()
       args[last] = (error: unknown, ...results: unknown[]) => {
         clearTimeout(timer)
+        this.onQuery?.((performance.now() - started) / 1000)
         ;(callback as Callback)(error === undefined || error === null ? error : this.classify(error), ...results)
       }
       return Reflect.apply(pg.Client.prototype.query, this, args)
@@ -63,13 +67,16 @@ class GuardedClient extends pg.Client {
     const result: unknown = Reflect.apply(pg.Client.prototype.query, this, args)
     if (!(result instanceof Promise)) return result
     const timer = this.watch()
+    const started = performance.now()
     return result.then(
       (value: unknown) => {
         clearTimeout(timer)
+        this.onQuery?.((performance.now() - started) / 1000)
         return value
       },
       (error: unknown) => {
         clearTimeout(timer)
+        this.onQuery?.((performance.now() - started) / 1000)
         throw this.classify(error)
       },
     )
@@ -133,13 +140,16 @@ export interface PgOptions {
   url: string
   poolSize: number
   onError: (error: Error) => void
+  onQuery?: QueryTimer
 }
 
-export function openPostgres({ url, poolSize, onError }: PgOptions): Database {
+export function openPostgres({ url, poolSize, onError, onQuery }: PgOptions): Database {
   const pool = new GuardedPool({
     connectionString: url,
     max: poolSize,
-    Client: GuardedClient,
+    Client: onQuery === undefined ? GuardedClient : class TimedClient extends GuardedClient {
+      protected override readonly onQuery = onQuery
+    },
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
     idleTimeoutMillis: 30_000,
     // TCP keepalive, so that a peer gone without a word (a failover, a cut network) is noticed
@@ -181,6 +191,7 @@ export function openPostgres({ url, poolSize, onError }: PgOptions): Database {
         if (--open === 0) inTransaction.disable()
       }
     },
+    poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max: poolSize }),
     async ping() {
       await pool.query('select 1')
     },
@@ -191,7 +202,11 @@ export function openPostgres({ url, poolSize, onError }: PgOptions): Database {
       const lock = new pg.Client({ connectionString: url, connectionTimeoutMillis: CONNECT_TIMEOUT_MS })
       // A lost connection fails the statement in progress; without a listener it would also throw.
       lock.on('error', () => {})
-      await lock.connect()
+      // Like the pool's: a connection that cannot be opened is the database's absence, whatever
+      // the driver raised (the start-up retries on it, db/start-failure.ts words it).
+      await lock.connect().catch((error: unknown) => {
+        throw new DatabaseUnavailableError(error)
+      })
       try {
         // Instances starting together must not migrate the same database at once.
         await lock.query('select pg_advisory_lock($1)', [MIGRATION_LOCK_ID])

@@ -7,7 +7,7 @@ import { migrate } from 'drizzle-orm/better-sqlite3/migrator'
 import { drizzle, type AsyncRemoteCallback } from 'drizzle-orm/sqlite-proxy'
 import { migrationsFolder } from '../paths.js'
 import * as schema from './schema/sqlite/index.js'
-import type { Database, Db, Tables } from './types.js'
+import type { Database, Db, QueryTimer, Tables } from './types.js'
 
 const STATEMENT_CACHE_SIZE = 500
 
@@ -21,7 +21,7 @@ interface Holder {
  * dialects share one async API (including `transaction(async tx => …)`, which the synchronous
  * better-sqlite3 driver cannot offer).
  */
-export function openSqlite(path: string): Database {
+export function openSqlite(path: string, onQuery?: QueryTimer): Database {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
   const client = new BetterSqlite3(path)
   if (path !== ':memory:') client.pragma('journal_mode = WAL')
@@ -44,8 +44,7 @@ export function openSqlite(path: string): Database {
   let holder: Holder | null = null
   let queue: Promise<void> = Promise.resolve()
 
-  const execute: AsyncRemoteCallback = async (sql, params, method) => {
-    while (holder !== null && context.getStore() !== holder) await holder.released
+  const run = (sql: string, params: unknown[], method: string) => {
     const statement = prepare(sql)
     if (method === 'run' || !statement.reader) {
       const result = statement.run(...params)
@@ -54,6 +53,18 @@ export function openSqlite(path: string): Database {
     statement.raw(true)
     // Drizzle maps positional rows itself; `get` expects the single row, not a list.
     return method === 'get' ? { rows: statement.get(...params) as unknown[] } : { rows: statement.all(...params) }
+  }
+
+  const execute: AsyncRemoteCallback = async (sql, params, method) => {
+    while (holder !== null && context.getStore() !== holder) await holder.released
+    if (onQuery === undefined) return run(sql, params, method)
+    // The statement runs synchronously: this is its time, not the wait for a transaction above.
+    const started = performance.now()
+    try {
+      return run(sql, params, method)
+    } finally {
+      onQuery((performance.now() - started) / 1000)
+    }
   }
 
   const db = drizzle(execute, { schema }) as unknown as Db

@@ -14,6 +14,18 @@ export type Tables = typeof pgSchema
 /** A query executor: the database itself or an open transaction. */
 export type Db = NodePgDatabase<Tables>
 
+/** Told how long each statement took, in seconds (metrics); called for every statement, so it must be cheap. */
+export type QueryTimer = (seconds: number) => void
+
+/** The connections of a pool, right now. */
+export interface PoolStats {
+  total: number
+  idle: number
+  /** Checkouts waiting because every connection is in use. */
+  waiting: number
+  max: number
+}
+
 export interface Database {
   readonly dialect: Dialect
   readonly db: Db
@@ -24,6 +36,8 @@ export interface Database {
    * so nothing leaks into (or is rolled back with) someone else's transaction.
    */
   transaction<T>(fn: (tx: Db) => Promise<T>): Promise<T>
+  /** The connection pool's state; PostgreSQL only (SQLite has one connection). */
+  poolStats?(): PoolStats
   /** One trivial round trip; throws when the database does not answer. */
   ping(): Promise<void>
   migrate(): Promise<void>

@@ -1,16 +1,57 @@
 import { Type, type Static, type TSchema } from 'typebox'
+import { ERROR_CODES, type ErrorCode } from './error-codes.js'
 
 /** One envelope for every JSON answer. */
 
 export const ERROR_SCHEMA_ID = 'ErrorResponse'
 
+/** One failing field of a 400 `VALIDATION_ERROR`. */
+export const FieldProblem = Type.Object(
+  {
+    field: Type.String({ description: 'The field, as a dotted path (`members.0.email`), or the part when the part itself fails.' }),
+    message: Type.String(),
+    in: Type.Optional(Type.String({ description: '`body`, `querystring`, `params` or `headers`.' })),
+  },
+  { additionalProperties: false },
+)
+
+/** What a 403 `FORBIDDEN` says was required (one member), or the refused `Origin` of a cross-site request. */
+export const ForbiddenDetails = Type.Object(
+  {
+    required_permission: Type.Optional(Type.String({ description: 'A permission (`users.view`, `team.edit`, …) or `global_admin`.' })),
+    required_scope: Type.Optional(Type.String({ description: 'The OAuth scope a bearer token lacks.' })),
+    required_satellite: Type.Optional(Type.String({ description: 'A satellite key acts only on its own satellite.' })),
+    required_role: Type.Optional(Type.String({ description: 'A team role, e.g. `owner`.' })),
+    origin: Type.Optional(Type.String({ description: 'The refused `Origin` of a cross-site request.' })),
+  },
+  { additionalProperties: false },
+)
+
+/** Why a registration token was refused (401 `INVALID_REGISTRATION_TOKEN`). */
+export const RefusalDetails = Type.Object(
+  { reason: Type.String({ description: '`malformed`, `bad_signature`, `expired`, `used`, `revoked`, `unknown`, …' }) },
+  { additionalProperties: false },
+)
+
+/**
+ * Every shape `details` takes. Each object is closed, so the response serializer (which tries
+ * the shapes in turn) picks the right one; `AppError` accepts only these.
+ */
+export const ErrorDetails = Type.Union([Type.Array(FieldProblem), RefusalDetails, ForbiddenDetails], {
+  description: 'Per-field problems (400 `VALIDATION_ERROR`), what was required (403 `FORBIDDEN`), or why a registration token was refused.',
+})
+
+export type FieldProblem = Static<typeof FieldProblem>
+export type ForbiddenDetails = Static<typeof ForbiddenDetails>
+export type ErrorDetails = Static<typeof ErrorDetails>
+
 export const ErrorBody = Type.Object(
   {
     success: Type.Literal(false),
     error: Type.String({ description: 'Human-readable text; match on `code`, never on this.' }),
-    code: Type.String({ description: 'Stable machine-readable code.' }),
+    code: Type.Unsafe<ErrorCode>({ type: 'string', enum: [...ERROR_CODES], description: 'Stable machine-readable code.' }),
     error_description: Type.Optional(Type.String({ description: 'OAuth protocol endpoints only: `error` is then the RFC 6749 error code and this is the text.' })),
-    details: Type.Optional(Type.Unknown({ description: 'Per-field problems, or what was required.' })),
+    details: Type.Optional(ErrorDetails),
   },
   { $id: ERROR_SCHEMA_ID, description: 'Error envelope' },
 )

@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto'
 import { STATUS_CODES } from 'node:http'
 import type { Socket } from 'node:net'
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify'
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions, HTTPMethods } from 'fastify'
 import { DatabaseUnavailableError } from '../db/errors.js'
-import { AppError, errors } from './errors.js'
+import { AppError, errors, type ErrorCode } from './errors.js'
+import { errorForLog } from './logging.js'
+import { prefersHtml, refusalPage, sendPage } from './pages.js'
 import { toFieldProblems } from './validation.js'
 
 /** The router's limit on one path parameter; longer ones answer 400 before routing. */
@@ -22,13 +24,33 @@ const UNIQUE_VIOLATION_CODES = new Set(['23505', 'SQLITE_CONSTRAINT_UNIQUE', 'SQ
 /** A write that refers to a row deleted meanwhile (a concurrent delete), not a server fault. */
 const FOREIGN_KEY_CODES = new Set(['23503', 'SQLITE_CONSTRAINT_FOREIGNKEY'])
 
+export interface ErrorHandlerOptions {
+  bodyLimit: number
+  /** Paths whose routes do not exist although the router holds them (a plugin that failed after adding routes). */
+  hidden?: (url: string) => boolean
+}
+
 /** Every thrown error becomes one envelope here, and only here. */
-export function installErrorHandler(app: FastifyInstance, { bodyLimit }: { bodyLimit: number }): void {
+export function installErrorHandler(app: FastifyInstance, { bodyLimit, hidden }: ErrorHandlerOptions): void {
   app.setErrorHandler(coreErrorHandler(bodyLimit))
 
+  // A path the router knows for other methods answers 405 with `Allow`; any other, 404.
   app.setNotFoundHandler((request) => {
-    throw errors.routeNotFound(request.method, request.url)
+    const allowed = hidden?.(request.url) ? [] : allowedMethods(app, request.url)
+    throw allowed.length === 0 || allowed.includes(request.method)
+      ? errors.routeNotFound(request.method, request.url)
+      : errors.methodNotAllowed(request.method, request.url, allowed)
   })
+}
+
+/**
+ * The methods the router serves `url` with, sorted; none for a path it does not know. HEAD comes
+ * with every GET route. OPTIONS counts only beside another method: the CORS preflight route,
+ * when CORS is configured, answers every path.
+ */
+function allowedMethods(app: FastifyInstance, url: string): string[] {
+  const allowed = app.supportedMethods.filter((method) => app.findRoute({ method: method as HTTPMethods, url }) !== null).sort()
+  return allowed.some((method) => method !== 'OPTIONS') ? allowed : []
 }
 
 const coreRaised = new WeakSet<object>()
@@ -64,12 +86,20 @@ function sendError(request: FastifyRequest, reply: FastifyReply, appError: AppEr
   // OAuth protocol endpoints answer RFC 6749 errors for every failure.
   const oauthStyle = request.routeOptions?.config?.oauthErrors
   const rfcError = appError.oauthError ?? (oauthStyle === undefined ? undefined : rfcErrorFor(appError.statusCode, oauthStyle))
-  // A database outage or a shutdown is a warning per request; anything else past 4xx is a fault.
-  // A refusal (4xx) is logged once, by the request's own line, with its code.
+  // A 500 is a fault: logged with its error and stack. A 502 or 503 is an expected condition (a
+  // database outage, setup mode, mail switched off, an SMTP server refusing, a shutdown): a warning
+  // naming the code, the route and the underlying reason, without a stack. A refusal (4xx) is
+  // logged once, by the request's own line, with its code and route.
   if (appError.statusCode === 500) request.log.error({ err: cause }, 'request failed')
-  else if (appError.statusCode > 500) request.log.warn({ err: cause, code: appError.code }, appError.message)
+  else if (appError.statusCode > 500) {
+    const reason = cause === appError ? undefined : causeText(cause)
+    request.log.warn({ code: appError.code, route: request.routeOptions?.url, ...(reason === undefined ? {} : { reason }) }, appError.message)
+  }
   reply.errorCode = appError.code
   if (appError.headers) reply.headers(appError.headers)
+  // A browser that followed a link or sent a form reads a page, not an envelope.
+  const page = request.routeOptions?.config?.htmlRefusals
+  if (page !== undefined && prefersHtml(request)) return sendPage(reply, appError.statusCode, refusalPage(appError, page.hint))
   return reply.code(appError.statusCode).send({
     success: false,
     ...(rfcError === undefined ? { error: appError.message } : { error: rfcError, error_description: appError.message }),
@@ -102,7 +132,7 @@ export function clientErrorHandler(headers: Readonly<Record<string, string>>): N
   const fixed = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('')
   return function onClientError(this: FastifyInstance, error: Error & { code?: string }, socket: Socket) {
     if (error.code === 'ECONNRESET' || !socket.writable) return
-    const [status, code, text] =
+    const [status, code, text]: readonly [number, ErrorCode, string] =
       error.code === 'HPE_HEADER_OVERFLOW' ? [431, 'HEADERS_TOO_LARGE', 'The request line and headers are larger than 16 KiB.'] as const
       : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? [408, 'REQUEST_TIMEOUT', 'The request was not received in time.'] as const
       : [400, 'BAD_REQUEST', 'The request is not valid HTTP.'] as const
@@ -148,6 +178,18 @@ function toAppError(error: FastifyError, bodyLimit: number): AppError {
     return new AppError(error.statusCode, 'BAD_REQUEST', error.message)
   }
   return errors.internal()
+}
+
+/**
+ * What lies under an expected 5xx, as one line: the innermost error's message, with its code
+ * (a database outage's ECONNREFUSED or 57P01). Run through errorForLog first, so that a failed
+ * statement's parameters stay out.
+ */
+function causeText(error: unknown): string | undefined {
+  let current = errorForLog(error) as { message?: unknown; code?: unknown; cause?: unknown } | undefined
+  for (let depth = 0; current?.cause !== undefined && depth < 4; depth++) current = current.cause as typeof current
+  if (current === undefined || typeof current.message !== 'string') return undefined
+  return typeof current.code === 'string' ? `${current.message} (${current.code})` : current.message
 }
 
 /** Drizzle wraps driver errors; the driver's code sits on the error or its cause. */

@@ -1,5 +1,10 @@
+import type { ErrorCode } from './error-codes.js'
+import type { ErrorDetails, FieldProblem, ForbiddenDetails } from './envelope.js'
+
+export type { ErrorCode, FieldProblem }
+
 /**
- * Errors with stable codes. Code throws them; the one error handler
+ * Errors with stable codes (every one listed in http/error-codes.ts). Code throws them; the one error handler
  * (http/error-handler.ts) turns them into the envelope. An AppError is a deliberate answer,
  * so its text reaches the caller; any other error becomes a generic 500.
  */
@@ -9,9 +14,9 @@ export class AppError extends Error {
 
   constructor(
     readonly statusCode: number,
-    readonly code: string,
+    readonly code: ErrorCode,
     message: string,
-    readonly details?: unknown,
+    readonly details?: ErrorDetails,
   ) {
     // A refusal (4xx) is an answer, not a fault: no stack trace is captured for it (capturing one
     // is most of the cost of making an error, more so with --enable-source-maps).
@@ -35,17 +40,12 @@ export class AppError extends Error {
 }
 
 /** An OAuth 2.0 protocol error (RFC 6749 §5.2 and friends); `code` defaults to its upper case. */
-export function oauthError(statusCode: number, error: string, description: string, code = error.toUpperCase()): AppError {
+export function oauthError(statusCode: number, error: Lowercase<ErrorCode>, description: string): AppError
+export function oauthError(statusCode: number, error: string, description: string, code: ErrorCode): AppError
+export function oauthError(statusCode: number, error: string, description: string, code = error.toUpperCase() as ErrorCode): AppError {
   const appError = new AppError(statusCode, code, description)
   appError.oauthError = error
   return appError
-}
-
-export interface FieldProblem {
-  field: string
-  message: string
-  /** body | querystring | params | headers */
-  in?: string
 }
 
 export const UNAUTHORIZED_TEXT = 'Unauthorized: Authentication required.'
@@ -56,15 +56,19 @@ export const errors = {
   invalidJson: () => new AppError(400, 'INVALID_JSON', 'The request body is not valid JSON.'),
   unauthorized: (reason?: string) =>
     new AppError(401, 'UNAUTHORIZED', reason ? `${UNAUTHORIZED_TEXT} ${reason}` : UNAUTHORIZED_TEXT),
-  forbidden: (details: { required_permission?: string; required_scope?: string; required_satellite?: string }, message = 'Forbidden: you are not allowed to do this.') =>
+  forbidden: (details: ForbiddenDetails, message = 'Forbidden: you are not allowed to do this.') =>
     new AppError(403, 'FORBIDDEN', message, details),
   notFound: (what = 'Resource') => new AppError(404, 'NOT_FOUND', `${what} not found.`),
   routeNotFound: (method: string, url: string) =>
-    new AppError(404, 'NOT_FOUND', `Route ${method} ${url.split('?')[0]} not found.`),
+    new AppError(404, 'NOT_FOUND', `Route ${method} ${url.split('?')[0]} not found; the API's routes are listed at /documentation.`),
+  /** The path exists for other methods: RFC 9110 §15.5.6 asks for the `Allow` header. */
+  methodNotAllowed: (method: string, url: string, allowed: readonly string[]) =>
+    new AppError(405, 'METHOD_NOT_ALLOWED', `Method ${method} is not allowed on ${url.split('?')[0]}; it answers ${allowed.join(', ')}.`)
+      .withHeaders({ allow: allowed.join(', ') }),
   invalidUrl: () => new AppError(400, 'INVALID_URL', 'The request URL is malformed (invalid percent-encoding).'),
   satelliteDisabled: () =>
     new AppError(403, 'SATELLITE_DISABLED', 'This satellite is disabled by an administrator; its key is refused until it is enabled again.'),
-  conflict: (code: string, message: string) => new AppError(409, code, message),
+  conflict: (code: ErrorCode, message: string) => new AppError(409, code, message),
   payloadTooLarge: (limit: number) =>
     new AppError(413, 'PAYLOAD_TOO_LARGE', `The request body is larger than ${limit} bytes.`),
   unsupportedMediaType: () =>

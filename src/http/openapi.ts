@@ -1,11 +1,13 @@
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { policy } from '../auth/policies.js'
 import type { Config } from '../config.js'
 import type { DatabaseLifecycle } from '../db/lifecycle.js'
 import { ErrorBody } from './envelope.js'
 import { errors } from './errors.js'
+import { ownOrigins } from './origins.js'
+import { installOperationIds } from './operation-ids.js'
 import { setRouteDefaults } from './route-guard.js'
 import type { PluginHost } from '../plugin-host/host.js'
 
@@ -15,6 +17,8 @@ export const API_VERSION = '0.21.0'
 /** The document is generated from the route schemas; nothing is written by hand. */
 export async function registerOpenApi(app: FastifyInstance, config: Config, plugins: PluginHost): Promise<void> {
   app.addSchema(ErrorBody)
+  // After the route and plugin guards (a plugin's routes are known as its own), before the collector.
+  installOperationIds(app)
   await app.register(swagger, {
     openapi: {
       openapi: '3.0.0',
@@ -28,7 +32,11 @@ export async function registerOpenApi(app: FastifyInstance, config: Config, plug
           'non-finite number, or a path parameter over 1 000 characters → 400 `VALIDATION_ERROR` with `details: [{field, message, in}]`; ' +
           'a malformed percent-encoding in the path → 400 `INVALID_URL`; a body over 1 MiB → 413 `PAYLOAD_TOO_LARGE`; a body ' +
           'that is not JSON → 415 `UNSUPPORTED_MEDIA_TYPE`; a request line and headers over 16 KiB → 431 `HEADERS_TOO_LARGE`. ' +
-          'Lists take `limit` 1–100 (default 20) and `offset` 0–1 000 000 (default 0).\n\nA database that does not answer → 503 ' +
+          'Lists take `limit` 1–100 (default 20) and `offset` 0–1 000 000 (default 0). An unknown path → 404 `NOT_FOUND`; a ' +
+          'known path with a method it does not serve → 405 `METHOD_NOT_ALLOWED` with an `Allow` header.\n\nFor client generators: ' +
+          'every operation has a unique `operationId` (the method and the path in camelCase, `list…` for a paginated GET: ' +
+          '`getUsersMe`, `listMcpServers`; a plugin\'s start with its id), and `ErrorResponse.code` lists every code the ' +
+          'service answers.\n\nA database that does not answer → 503 ' +
           '`DATABASE_UNAVAILABLE`; a request arriving while the instance shuts down → 503 `SHUTTING_DOWN` (it did not run; ' +
           'send it again).\n\nExtension plugins serve their routes under `/api/plugin/{id}`, each plugin under its own tag ' +
           '`plugin:{id}`; the same envelope, validation and policies apply there. A plugin collection answers ' +
@@ -49,6 +57,10 @@ export async function registerOpenApi(app: FastifyInstance, config: Config, plug
             type: 'http', scheme: 'bearer', bearerFormat: 'service_satellite_<global|team>_<JWT>',
             description: 'A single-use registration token from POST /api/satellites/global/registration-tokens or /api/teams/{teamId}/satellites/registration-tokens (shown once). Accepted only by POST /api/satellites/register.',
           },
+          metricsToken: {
+            type: 'http', scheme: 'bearer',
+            description: "The Prometheus scraper's token, METRICS_TOKEN from the environment. Accepted only by GET /api/metrics; when METRICS_TOKEN is unset, no token is.",
+          },
         },
       },
     },
@@ -67,7 +79,7 @@ export async function registerOpenApi(app: FastifyInstance, config: Config, plug
 }
 
 /** Swagger UI and the JSON/YAML documents, switched by `global.enable_swagger_docs`. */
-export async function registerDocumentation(app: FastifyInstance, lifecycle: DatabaseLifecycle): Promise<void> {
+export async function registerDocumentation(app: FastifyInstance, lifecycle: DatabaseLifecycle, config: Config): Promise<void> {
   await app.register(async (docs) => {
     setRouteDefaults(docs, { auth: policy.public(), beforeSetup: true })
     docs.addHook('onRequest', async () => {
@@ -78,6 +90,32 @@ export async function registerDocumentation(app: FastifyInstance, lifecycle: Dat
     })
     // The page loads only its own scripts and styles, so the service-wide CSP (helmet's, without
     // upgrade-insecure-requests on plain http) fits it; no call goes to the public validator.
-    await docs.register(swaggerUi, { routePrefix: '/documentation', uiConfig: { validatorUrl: null } })
+    await docs.register(swaggerUi, {
+      routePrefix: '/documentation', uiConfig: { validatorUrl: null },
+      transformSpecification: serverForLoopbackAlias(config), transformSpecificationClone: false,
+    })
   })
+}
+
+/**
+ * Swagger UI sends "Try it out" to the document's first server. A browser on another loopback
+ * spelling of a loopback `PUBLIC_URL` (the log's 127.0.0.1 while PUBLIC_URL says localhost) is on
+ * this service too: its document names that address first, so that its calls stay same-origin
+ * (no CORS, the same cookies). Any other Host gets the document as it is.
+ */
+function serverForLoopbackAlias(config: Config) {
+  const publicUrl = new URL(config.publicUrl)
+  const aliases = new Set(ownOrigins(config.publicUrl).filter((origin) => origin !== publicUrl.origin))
+  const basePath = publicUrl.pathname.replace(/\/+$/, '')
+  return (document: Readonly<Record<string, unknown>>, request: FastifyRequest): Record<string, unknown> => {
+    let origin: string
+    try {
+      origin = new URL(`${request.protocol}://${request.host}`).origin
+    } catch {
+      return document
+    }
+    if (!aliases.has(origin)) return document
+    const servers = Array.isArray(document.servers) ? document.servers : []
+    return { ...document, servers: [{ url: `${origin}${basePath}`, description: 'This address: a loopback spelling of PUBLIC_URL' }, ...servers] }
+  }
 }

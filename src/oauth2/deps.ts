@@ -5,6 +5,7 @@ import type { Database } from '../db/types.js'
 import type { Clock } from '../lib/clock.js'
 import type { Digester } from '../lib/tokens.js'
 import type { AuditLog } from '../modules/audit/service.js'
+import type { TokenMetrics } from '../modules/metrics/service.js'
 import type { SettingsService } from '../modules/settings/service.js'
 import type { ClientIdDocuments } from './client-id-documents.js'
 
@@ -23,6 +24,8 @@ export interface OAuthDeps {
   clientDocuments: ClientIdDocuments
   clock: Clock
   config: Config
+  /** Counts issued and revoked tokens. */
+  metrics: TokenMetrics
 }
 
 /** The address of a request, for the audit trail. */

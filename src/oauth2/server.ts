@@ -1,3 +1,4 @@
+import { trustedOrigins } from '../http/origins.js'
 import { AuthorizationEndpoint } from './authorize.js'
 import { Consent } from './consent.js'
 import { issuerOf, type CallContext, type OAuthDeps } from './deps.js'
@@ -25,7 +26,7 @@ export class OAuthServer {
     this.authorization = new AuthorizationEndpoint(deps, this.consent)
     this.tokens = new Tokens(deps)
     this.tokenEndpoint = new TokenEndpoint(deps, this.tokens)
-    this.origins = new Set([new URL(deps.config.publicUrl).origin, ...deps.config.corsOrigins])
+    this.origins = trustedOrigins(deps.config)
   }
 
   /** This service's own origin or a configured CORS origin (the sign-in form's login-CSRF check). */

@@ -32,7 +32,7 @@ export class TokenEndpoint {
 
   /** RFC 7009. Unknown tokens and other clients' tokens are silently ignored. */
   async revoke(body: { token?: string; client_id?: string }, context: CallContext): Promise<void> {
-    const { repository, audit, digest } = this.deps
+    const { repository, audit, digest, metrics } = this.deps
     const { client, refused } = body.client_id === undefined ? { client: null } : await lookupClient(this.deps, body.client_id)
     if (client === null) throw invalidClient(refused)
     if (body.token === undefined) throw invalidRequest('token is required.')
@@ -42,6 +42,7 @@ export class TokenEndpoint {
     // Revoking a refresh token ends its grant; an access token ends alone.
     if (token.kind === 'refresh') await this.tokens.revokeGrant(token.grantId)
     else await repository.revokeToken(token.id)
+    metrics.revoked('revocation_request')
     await audit.record('oauth.token_revoked', { actorId: token.userId, ip: context.ip, target: token.clientId, details: { grant_id: token.grantId, token_type: token.kind } })
   }
 

@@ -3,6 +3,7 @@ import type { Scope } from '../auth/policies.js'
 import { newId } from '../db/ids.js'
 import type { OAuthGrantRow, OAuthRepository, OAuthTokenRow } from '../db/repositories/oauth.js'
 import type { UserRow } from '../db/repositories/users.js'
+import type { IssuingGrant } from '../modules/metrics/service.js'
 import { randomToken } from '../lib/tokens.js'
 import { issuerOf, nowOf, type CallContext, type OAuthDeps } from './deps.js'
 import { audienceOf, backendResources } from './resources.js'
@@ -82,13 +83,16 @@ export class Tokens {
   /** A replayed code or refresh token: the grant ends, the replay is audited, the caller gets invalid_grant. */
   async endGrant(grant: OAuthGrantRow, event: 'oauth.code_reused' | 'oauth.refresh_token_reused', context: CallContext): Promise<never> {
     await this.revokeGrant(grant.id)
+    this.deps.metrics.revoked(event === 'oauth.code_reused' ? 'code_reused' : 'refresh_token_reused')
     await this.deps.audit.record(event, { actorId: grant.userId, ip: context.ip, target: grant.clientId, details: { grant_id: grant.id } })
     throw invalidGrant(event === 'oauth.code_reused'
       ? 'The authorization code was already used; the tokens issued from it are revoked.'
       : 'The refresh token was already used; every token of this authorization is revoked.')
   }
 
-  async audited(grant: OAuthGrantRow, grantType: string, issued: TokenResponse, context: CallContext): Promise<TokenResponse> {
+  /** Records an issuance, once its transaction committed: the audit trail and the metrics. */
+  async audited(grant: OAuthGrantRow, grantType: IssuingGrant, issued: TokenResponse, context: CallContext): Promise<TokenResponse> {
+    this.deps.metrics.issued(grantType, issued.refresh_token !== undefined)
     await this.deps.audit.record('oauth.token_issued', {
       actorId: grant.userId, ip: context.ip, target: grant.clientId, details: { grant_id: grant.id, grant_type: grantType, scope: issued.scope },
     })

@@ -23,6 +23,8 @@ export type PluginStatus = 'loading' | 'loaded' | 'failed' | 'disabled'
 export interface PluginMark {
   readonly id: string
   readonly status: PluginStatus
+  /** `/api/plugin/<id>`, where all its routes live. */
+  readonly prefix: string
 }
 
 declare module 'fastify' {
@@ -33,7 +35,6 @@ declare module 'fastify' {
 }
 
 export interface GuardedPlugin extends PluginMark {
-  readonly prefix: string
   readonly tag: string
   /** `METHOD url` of each route, HEAD excepted. */
   readonly routes: Set<string>

@@ -117,6 +117,12 @@ export class PluginHost implements GuardHost {
     }
   }
 
+  /** Whether `url` lies under a plugin that is not loaded: the routes it added before failing do not exist. */
+  hides(url: string): boolean {
+    const path = url.split('?')[0]!
+    return this.states.some((state) => state.status !== 'loaded' && (path === state.prefix || path.startsWith(`${state.prefix}/`)))
+  }
+
   /** The settings of the loaded plugins, as `plugin.<id>.<key>` in group `plugin.<id>`. */
   settings(): { definitions: Record<string, SettingDefinition>; groups: SettingGroup[] } {
     const definitions: Record<string, SettingDefinition> = {}

@@ -135,7 +135,7 @@ describe.each(DIALECTS)('verification and password reset on %s', (dialect) => {
       const response = await inject({ method: 'POST', url: '/api/auth/email/forgot-password', payload: { email } })
       expect(response.statusCode).toBe(200)
       const mails = await sink.waitFor(before + 1)
-      return tokenIn(mails[before]!, 'http://localhost:3000/reset-password')
+      return tokenIn(mails[before]!, 'http://localhost:3000/api/auth/email/reset-password')
     }
 
     const reset = (token: string, newPassword = 'second password 2') =>

@@ -17,7 +17,7 @@ const doc = (summary: string) => ({ tags: ['Test'], summary, response: { 200: Ca
 export const policyTestRoutes: FastifyPluginAsync = async (app) => {
   const answer = async (request: { caller: import('../../src/auth/caller.js').Caller | null }) => {
     const caller = request.caller
-    const id = caller === null ? 'anonymous' : caller.kind === 'user' ? caller.userId : caller.kind === 'satellite' ? caller.satelliteId : caller.tokenId
+    const id = caller === null ? 'anonymous' : caller.kind === 'user' ? caller.userId : caller.kind === 'satellite' ? caller.satelliteId : caller.kind === 'registration' ? caller.tokenId : 'scraper'
     return { success: true as const, data: { kind: caller?.kind ?? 'none', id } }
   }
   app.get('/api/test/public', { config: { auth: policy.public() }, schema: doc('public') }, answer)

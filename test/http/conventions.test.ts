@@ -86,7 +86,7 @@ describe.each(DIALECTS)('HTTP conventions on %s', (dialect) => {
   it('unknown routes answer 404 in the envelope', async () => {
     const response = await subject.app.inject({ method: 'GET', url: '/api/does-not-exist?x=1' })
     expect(response.statusCode).toBe(404)
-    expect(response.json()).toEqual({ success: false, error: 'Route GET /api/does-not-exist not found.', code: 'NOT_FOUND' })
+    expect(response.json()).toEqual({ success: false, error: "Route GET /api/does-not-exist not found; the API's routes are listed at /documentation.", code: 'NOT_FOUND' })
   })
 
   it('a valid JSON body reaches the handler', async () => {

@@ -81,12 +81,14 @@ const PUBLIC: Security = []
 const SESSION: Security = [{ cookieAuth: [] }]
 const SATELLITE_KEY: Security = [{ satelliteKey: [] }]
 const REGISTRATION_TOKEN: Security = [{ registrationToken: [] }]
+const METRICS: Security = [{ metricsToken: [] }, { cookieAuth: [] }]
 const dual = (scope: string): Security => [{ cookieAuth: [] }, { bearerAuth: [scope] }]
 
 /** Routes whose policy this file knows: the core routes, the example plugin (plugins/notes) and the test routes above. */
 const KNOWN: Record<string, Security> = {
   'GET /api/health': PUBLIC,
   'GET /api/health/ready': PUBLIC,
+  'GET /api/metrics': METRICS,
   'GET /api/db/status': PUBLIC,
   'POST /api/db/setup': PUBLIC,
   'GET /api/mcp/categories': dual('mcp:read'),
@@ -133,7 +135,7 @@ const KNOWN: Record<string, Security> = {
   'GET /api/plugin/notes/summary': SESSION,
 }
 
-type CredentialKind = 'session' | 'bearer' | 'satellite' | 'registration'
+type CredentialKind = 'session' | 'bearer' | 'satellite' | 'registration' | 'metrics'
 
 /**
  * Credential checks that refuse everything but note that they were asked: a route admits a kind
@@ -155,6 +157,7 @@ function recordingCredentials() {
     },
     satelliteKey: refuse('satellite'),
     registrationToken: refuse('registration'),
+    metricsToken: refuse('metrics'),
   }
   return { consulted, credentials }
 }
@@ -164,6 +167,7 @@ const PRESENTED: Record<CredentialKind, Record<string, string>> = {
   bearer: { authorization: 'Bearer probe-token' },
   satellite: { authorization: 'Bearer service_satkey_probe' },
   registration: { authorization: 'Bearer service_satellite_global_probe' },
+  metrics: { authorization: 'Bearer probe-metrics-token' },
 }
 
 /** The JSON body of an answer, if it has one. */
@@ -216,6 +220,7 @@ describe.each(DIALECTS)('OpenAPI contract on %s', (dialect) => {
     expect(document.components.securitySchemes.bearerAuth).toMatchObject({ type: 'http', scheme: 'bearer' })
     expect(document.components.securitySchemes.satelliteKey).toMatchObject({ type: 'http', scheme: 'bearer', bearerFormat: 'service_satkey_<secret>' })
     expect(document.components.securitySchemes.registrationToken).toMatchObject({ type: 'http', scheme: 'bearer', bearerFormat: 'service_satellite_<global|team>_<JWT>' })
+    expect(document.components.securitySchemes.metricsToken).toMatchObject({ type: 'http', scheme: 'bearer' })
   })
 
   it('shares one ErrorResponse schema with success, error and code required', () => {
@@ -246,7 +251,9 @@ describe.each(DIALECTS)('OpenAPI contract on %s', (dialect) => {
       const jsonSuccess = success.map(([, response]) => resolve(response.content?.['application/json']?.schema)).filter((s) => s !== undefined)
       // A browser redirect (provider sign-in, the consent page's sign-in form) answers 302/303 and no JSON; it must say so.
       const redirectOnly = success.length === 0 && responses.some(([status]) => status === '302' || status === '303')
-      if (jsonSuccess.length === 0 && !redirectOnly) fail('no 2xx response with a JSON schema')
+      // The Prometheus scrape target answers in Prometheus's own text format, and must say so.
+      const exposition = name === 'GET /api/metrics' && success.some(([, response]) => Object.keys(response.content ?? {}).some((type) => type.startsWith('text/plain; version=0.0.4')))
+      if (jsonSuccess.length === 0 && !redirectOnly && !exposition) fail('no 2xx response with a JSON schema')
       for (const schema of jsonSuccess) {
         // Every JSON answer carries `success`.
         if (schema.properties?.success === undefined || !schema.required?.includes('success')) fail('a 2xx schema lacks `success`')
@@ -313,6 +320,9 @@ describe.each(DIALECTS)('OpenAPI contract on %s', (dialect) => {
         enforced[name] = refusedAnonymous ? 'refuses every credential' : PUBLIC
       } else if (!refusedAnonymous) {
         enforced[name] = `answers anonymous callers (${anonymous.response.statusCode}), yet consults credentials`
+      } else if (admits.metrics) {
+        // The metrics: METRICS_TOKEN, or a (global admin's) session.
+        enforced[name] = admits.session && !admits.bearer && !admits.satellite && !admits.registration ? METRICS : 'the metrics token beside other bearer credentials'
       } else if (admits.session && admits.bearer) {
         enforced[name] = typeof requiredScope === 'string' && (SCOPES as readonly string[]).includes(requiredScope)
           ? dual(requiredScope)

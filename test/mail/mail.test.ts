@@ -192,14 +192,14 @@ describe.each(DIALECTS)('mail on %s', (dialect) => {
     })
 
     it('sends and answers true when enabled', async () => {
-      expect(await mail().sendBestEffort({ to: 'alice@example.test', ...reset() })).toBe(true)
+      expect(await mail().sendBestEffort({ to: 'alice@example.test', ...reset() }, { mail: 'password_reset' })).toBe(true)
       expect((await sink.waitFor(1))[0]!.text).toContain('token=secret-reset-token')
     })
 
     it('sends nothing while disabled', async () => {
       for (const overrides of [{ 'global.send_mail': false }, { 'smtp.host': '' }, { 'smtp.from_email': '' }] as SettingOverrides[]) {
         await configure(sink, overrides)
-        expect(await mail().sendBestEffort({ to: 'alice@example.test', ...reset() })).toBe(false)
+        expect(await mail().sendBestEffort({ to: 'alice@example.test', ...reset() }, { mail: 'password_reset' })).toBe(false)
       }
       // A mail sent afterwards arrives alone: nothing from the disabled attempts was on its way.
       await configure(sink)
@@ -218,10 +218,10 @@ describe.each(DIALECTS)('mail on %s', (dialect) => {
 
       it('answers false instead of throwing and logs the reason with the recipient domain only', async () => {
         await configure(rejecting)
-        expect(await service.sendBestEffort({ to: 'alice@example.test', ...reset() })).toBe(false)
+        expect(await service.sendBestEffort({ to: 'alice@example.test', ...reset() }, { mail: 'password_reset' })).toBe(false)
         expect(logged.lines).toHaveLength(1)
         const [line] = logged.lines
-        expect(line).toMatchObject({ level: 'warn', object: { recipient_domain: 'example.test', code: 'SMTP_ERROR' } })
+        expect(line).toMatchObject({ level: 'warn', object: { mail: 'password_reset', recipient_domain: 'example.test', code: 'SMTP_ERROR' }, message: 'password reset mail not sent' })
         const serialized = JSON.stringify(line)
         expect(serialized).toContain('550 5.1.1 mailbox unavailable')
         expect(serialized).not.toContain('alice@')
@@ -232,7 +232,7 @@ describe.each(DIALECTS)('mail on %s', (dialect) => {
         const quoting = await startSmtpSink({ reject: '550 5.1.1 <alice@example.test>: mailbox unavailable' })
         try {
           await configure(quoting)
-          expect(await service.sendBestEffort({ to: 'alice@example.test', ...reset() })).toBe(false)
+          expect(await service.sendBestEffort({ to: 'alice@example.test', ...reset() }, { mail: 'password_reset' })).toBe(false)
           const serialized = JSON.stringify(logged.lines)
           expect(serialized).toContain('example.test>: mailbox unavailable')
           expect(serialized).not.toContain('alice@')
@@ -243,7 +243,7 @@ describe.each(DIALECTS)('mail on %s', (dialect) => {
 
       it('answers false when the server cannot be reached', async () => {
         await configure({ port: await closedPort() })
-        expect(await service.sendBestEffort({ to: 'alice@example.test', ...reset() })).toBe(false)
+        expect(await service.sendBestEffort({ to: 'alice@example.test', ...reset() }, { mail: 'password_reset' })).toBe(false)
         expect(logged.lines).toHaveLength(1)
       })
     })

@@ -28,7 +28,7 @@ interface Listed {
   route_count: number
   collections: string[]
 }
-interface SettingBody { key: string; name: string; description: string; type: string; value: unknown; encrypted: boolean; is_set: boolean; updated_at: string }
+interface SettingBody { key: string; name: string; description: string; type: string; value: unknown; encrypted: boolean; is_set: boolean; readable: boolean; updated_at: string }
 interface AuditEvent { type: string; actor_id: string | null; target: string | null; details: Record<string, unknown> }
 interface Operation { tags?: string[]; security?: unknown }
 interface Document { tags?: Array<{ name: string; description?: string }>; paths: Record<string, Record<string, Operation>> }
@@ -225,8 +225,12 @@ describe.each(DIALECTS)('plugin discovery and loading on %s', (dialect) => {
       ]) {
         const response = await call('GET', url, admin)
         expectError(response, 404, 'NOT_FOUND')
-        expect(response.json().error, url).toBe(`Route GET ${url} not found.`)
+        expect(response.json().error, url).toBe(`Route GET ${url} not found; the API's routes are listed at /documentation.`)
       }
+      // Nor does another method reveal the route: 404, not 405 with Allow.
+      const otherMethod = await call('DELETE', '/api/plugin/fails-in-register/early', admin)
+      expectError(otherMethod, 404, 'NOT_FOUND')
+      expect(otherMethod.headers.allow).toBeUndefined()
     })
   })
 
@@ -245,10 +249,10 @@ describe.each(DIALECTS)('plugin discovery and loading on %s', (dialect) => {
       expect(groups.find((each) => each.id === GROUP)).toEqual(group)
       const shown = (group.settings as SettingBody[]).map(({ updated_at: _updatedAt, ...rest }) => rest)
       expect(shown).toEqual([
-        { key: KEY.title, name: 'title', description: 'A plain text setting.', type: 'string', value: DEFAULTS.title, encrypted: false, is_set: true },
-        { key: KEY.limit, name: 'limit', description: 'A whole number.', type: 'number', value: DEFAULTS.limit, encrypted: false, is_set: true },
-        { key: KEY.enabled, name: 'enabled', description: 'A switch.', type: 'boolean', value: DEFAULTS.enabled, encrypted: false, is_set: true },
-        { key: KEY.api_key, name: 'api_key', description: 'A secret, stored sealed.', type: 'string', value: null, encrypted: true, is_set: false },
+        { key: KEY.title, name: 'title', description: 'A plain text setting.', type: 'string', value: DEFAULTS.title, encrypted: false, is_set: true, readable: true },
+        { key: KEY.limit, name: 'limit', description: 'A whole number.', type: 'number', value: DEFAULTS.limit, encrypted: false, is_set: true, readable: true },
+        { key: KEY.enabled, name: 'enabled', description: 'A switch.', type: 'boolean', value: DEFAULTS.enabled, encrypted: false, is_set: true, readable: true },
+        { key: KEY.api_key, name: 'api_key', description: 'A secret, stored sealed.', type: 'string', value: null, encrypted: true, is_set: false, readable: true },
       ])
     })
 

@@ -6,7 +6,7 @@ import { createTestContext, type TestContext } from '../helpers/app.js'
 import { manualClock } from '../helpers/clock.js'
 import { DIALECTS } from '../helpers/database.js'
 
-const SETTING_KEYS = ['description', 'encrypted', 'is_set', 'key', 'name', 'type', 'updated_at', 'value']
+const SETTING_KEYS = ['description', 'encrypted', 'is_set', 'key', 'name', 'readable', 'type', 'updated_at', 'value']
 const NO_LIMITS = { RATE_LIMIT_ENABLED: 'false' }
 
 /** Registers through the API; answers the user's id and the `auth_session=…` pair. */
@@ -93,6 +93,7 @@ describe.each(DIALECTS)('settings API on %s', (dialect) => {
         expect(setting.type, setting.key).toBe(definition.type)
         expect(setting.name, setting.key).toBe(definition.name)
         expect(setting.encrypted, setting.key).toBe('encrypted' in definition && definition.encrypted === true)
+        expect(setting.readable, setting.key).toBe(true)
         if (setting.encrypted) expect(setting.value, setting.key).toBeNull()
         else expect(typeof setting.value, setting.key).toBe(definition.type)
         expect(new Date(setting.updated_at).toISOString()).toBe(setting.updated_at)
@@ -119,7 +120,7 @@ describe.each(DIALECTS)('settings API on %s', (dialect) => {
 
       const unknown = await get('/api/settings/groups/nope')
       expect(unknown.statusCode).toBe(404)
-      expect(unknown.json()).toMatchObject({ success: false, code: 'NOT_FOUND' })
+      expect(unknown.json()).toMatchObject({ success: false, code: 'NOT_FOUND', error: 'Settings group nope not found.' })
     })
 
     it('GET /api/settings/:key: one setting; 404 for an unknown key (also "groups" itself)', async () => {
@@ -134,7 +135,7 @@ describe.each(DIALECTS)('settings API on %s', (dialect) => {
       for (const key of ['no.such.key', 'groups']) {
         const unknown = await get(`/api/settings/${key}`)
         expect(unknown.statusCode, key).toBe(404)
-        expect(unknown.json().code, key).toBe('NOT_FOUND')
+        expect(unknown.json(), key).toMatchObject({ success: false, code: 'NOT_FOUND', error: `Setting ${key} not found.` })
       }
     })
   })
@@ -202,7 +203,7 @@ describe.each(DIALECTS)('settings API on %s', (dialect) => {
     it('404 for an unknown key: settings cannot be created through the API', async () => {
       const response = await put('/api/settings/no.such.key', { value: 'x' })
       expect(response.statusCode).toBe(404)
-      expect(response.json().code).toBe('NOT_FOUND')
+      expect(response.json()).toMatchObject({ success: false, code: 'NOT_FOUND', error: 'Setting no.such.key not found.' })
       expect((await get('/api/settings/no.such.key')).statusCode).toBe(404)
     })
 

@@ -71,5 +71,27 @@ export function settingsRepository({ db, t, transaction }: Database) {
         return bumpRevision(tx)
       })
     },
+
+    /**
+     * Replaces sealed values in one transaction: `reseal` sees every encrypted row and answers the
+     * rewrites, or throws to write nothing. A row changed by someone else since it was read (its
+     * value is no longer `previous`) rolls the whole back. Values keep their `updatedAt`: the
+     * plaintext did not change, only the key sealing it.
+     */
+    async reseal(reseal: (rows: SettingRow[]) => Array<SettingWrite & { previous: string }>): Promise<number> {
+      return transaction(async (tx) => {
+        const writes = reseal(await tx.select().from(t.settings).where(eq(t.settings.encrypted, true)))
+        for (const { key, value, previous } of writes) {
+          const updated = await tx
+            .update(t.settings)
+            .set({ value })
+            .where(and(eq(t.settings.key, key), eq(t.settings.value, previous)))
+            .returning({ key: t.settings.key })
+          if (updated.length !== 1) throw new Error(`setting ${key} changed while it was being re-encrypted; nothing was written`)
+        }
+        if (writes.length > 0) await bumpRevision(tx)
+        return writes.length
+      })
+    },
   }
 }

@@ -3,14 +3,23 @@ import { currentUser } from '../../auth/current-user.js'
 import { policy } from '../../auth/policies.js'
 import { SESSION_COOKIE } from '../../auth/credentials-from-request.js'
 import { userView } from '../users/view.js'
-import { ChangePasswordBody, EmailBody, LoginBody, Message, ProfileBody, RegisterBody, ResetBody, TokenQuery, UserEnvelope } from './schemas.js'
+import { emailLinkRoutes } from './link-routes.js'
+import { ChangePasswordBody, EmailBody, LoginBody, Message, ProfileBody, RegisterBody, UserEnvelope } from './schemas.js'
 
 const tags = ['Authentication']
 const publicRoute = { auth: policy.public() }
 const SAME_ANSWER = 'If an account with this email exists, a mail is on its way.'
 
+export interface AuthRoutesOptions {
+  /** Origins a browser's form may come from (http/origins.ts). */
+  origins: ReadonlySet<string>
+}
+
 /** Email registration, login, logout, verification, reset, password and profile. */
-export const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
+export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (app, { origins }) => {
+  // The links in mails, in a context of their own: only there are form bodies accepted.
+  await app.register(emailLinkRoutes, { origins })
+
   app.post('/api/auth/email/register', {
     config: { ...publicRoute, limit: 'loginOrRegister' },
     schema: {
@@ -19,7 +28,7 @@ export const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
       body: RegisterBody, response: { 201: UserEnvelope },
     },
   }, async (request, reply) => {
-    const { user, session, pending } = await app.services.accounts.register(request.body, { ip: request.ip })
+    const { user, session, pending } = await app.services.accounts.register(request.body, { ip: request.ip, requestId: request.id })
     if (session) app.services.sessions.setCookie(reply, session.id, session.expiresAt)
     return reply.code(201).send({
       success: true as const,
@@ -46,19 +55,11 @@ export const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
     return { success: true as const, message: 'Logged out successfully.' }
   })
 
-  app.get('/api/auth/email/verify', {
-    config: publicRoute,
-    schema: { tags, summary: 'Verify an email address (single-use link, 24 hours)', querystring: TokenQuery, response: { 200: UserEnvelope } },
-  }, async (request) => {
-    const user = await app.services.emailFlows.verifyEmail(request.query.token)
-    return { success: true as const, message: 'Email verified.', data: { user: userView(user) } }
-  })
-
   app.post('/api/auth/email/resend-verification', {
     config: { ...publicRoute, limit: 'forgotPassword' },
     schema: { tags, summary: 'Send the verification mail again', description: 'Always the same answer (no account enumeration).', body: EmailBody, response: { 200: Message } },
   }, async (request) => {
-    await app.services.emailFlows.resendVerification(request.body.email)
+    await app.services.emailFlows.resendVerification(request.body.email, request.id)
     return { success: true as const, message: SAME_ANSWER }
   })
 
@@ -70,20 +71,8 @@ export const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
       body: EmailBody, response: { 200: Message },
     },
   }, async (request) => {
-    await app.services.emailFlows.forgotPassword(request.body.email)
+    await app.services.emailFlows.forgotPassword(request.body.email, request.id)
     return { success: true as const, message: SAME_ANSWER }
-  })
-
-  app.post('/api/auth/email/reset-password', {
-    config: { ...publicRoute, limit: 'loginOrRegister' },
-    schema: {
-      tags, summary: 'Set a new password with a reset token',
-      description: 'Single use, 1 hour. 400 RESET_LINK_EXPIRED past its lifetime, 400 INVALID_TOKEN when unknown or used. Ends every session of the user.',
-      body: ResetBody, response: { 200: Message },
-    },
-  }, async (request) => {
-    await app.services.emailFlows.resetPassword(request.body.token, request.body.new_password, request.ip)
-    return { success: true as const, message: 'Password changed. Log in with the new password.' }
   })
 
   app.put('/api/auth/email/change-password', {

@@ -21,7 +21,16 @@ export const EmailBody = Type.Object({ email: Email }, closed)
 
 export const TokenQuery = Type.Object({ token: Type.String({ minLength: 1, maxLength: 200 }) }, closed)
 
-export const ResetBody = Type.Object({ token: Type.String({ minLength: 1, maxLength: 200 }), new_password: Password }, closed)
+export const ResetBody = Type.Object({
+  token: Type.String({ minLength: 1, maxLength: 200 }),
+  new_password: Password,
+  new_password_confirm: Type.Optional(Type.String({ maxLength: 128, description: 'When sent, must equal `new_password` (the reset page asks twice).' })),
+  csrf_token: Type.Optional(Type.String({ maxLength: 128, description: 'Required with a form-encoded body (the reset page): the value the page gave. JSON callers leave it out.' })),
+}, closed)
+
+export const ResetLinkState = Ok(Type.Object({
+  expires_at: Type.String({ format: 'date-time', description: 'Until when the link can be used.' }),
+}))
 
 export const ChangePasswordBody = Type.Object({
   current_password: Type.String({ minLength: 1, maxLength: 128 }),

@@ -5,11 +5,12 @@ import { violatedUniqueIndex } from '../../db/errors.js'
 import { newId } from '../../db/ids.js'
 import type { SessionsRepository } from '../../db/repositories/sessions.js'
 import type { TeamsRepository } from '../../db/repositories/teams.js'
-import type { UserRow, UsersRepository } from '../../db/repositories/users.js'
-import type { Database } from '../../db/types.js'
+import type { NewUser, UserRow, UsersRepository } from '../../db/repositories/users.js'
+import type { Database, Db } from '../../db/types.js'
 import { AppError, errors } from '../../http/errors.js'
 import type { Clock } from '../../lib/clock.js'
 import type { AuditLog } from '../audit/service.js'
+import type { LoginMetrics } from '../metrics/service.js'
 import type { SettingsService } from '../settings/service.js'
 import type { EmailFlows } from './email-flows.js'
 
@@ -23,6 +24,8 @@ export interface Registration {
 
 export interface RequestContext {
   ip: string
+  /** Named by the log line of a mail the request causes, should it fail. */
+  requestId?: string
 }
 
 export interface Deps {
@@ -37,6 +40,7 @@ export interface Deps {
   emailFlows: EmailFlows
   limits: AbuseLimits
   clock: Clock
+  metrics: LoginMetrics
 }
 
 export const loginDisabled = () => new AppError(403, 'LOGIN_DISABLED', 'Login is disabled on this service.')
@@ -49,7 +53,7 @@ export class AccountService {
   constructor(private readonly deps: Deps) {}
 
   async register(input: Registration, context: RequestContext) {
-    const { database, users, teams, passwords, settings, audit, clock, sessions, emailFlows, sessionsRepository } = this.deps
+    const { database, passwords, settings, audit, clock, sessions, emailFlows, sessionsRepository } = this.deps
     if (!(await settings.get('global.enable_email_registration'))) {
       throw new AppError(403, 'REGISTRATION_DISABLED', 'Email registration is disabled on this service.')
     }
@@ -61,26 +65,9 @@ export class AccountService {
     const now = new Date(clock.now())
 
     const result = await database.transaction(async (tx) => {
-      const txUsers = users.with(tx)
-      await txUsers.lockRegistrations()
-      const taken = await txUsers.taken(email, input.username)
-      if (taken.email) throw emailTaken()
-      if (taken.username) throw usernameTaken()
       // The first user ever is the global admin, with a verified email.
-      const first = !(await txUsers.any())
-      const user = await txUsers.insert({
-        id: newId(),
-        username: input.username,
-        email,
-        passwordHash,
-        firstName: input.first_name ?? null,
-        lastName: input.last_name ?? null,
-        roleId: first ? 'global_admin' : 'global_user',
-        emailVerified: first,
-        createdAt: now,
-        updatedAt: now,
-      })
-      await teams.with(tx).createDefault(user.id, user.username, now)
+      const user = await this.insertAccount(tx, { ...input, email }, passwordHash, now, (first) =>
+        first ? { roleId: 'global_admin', emailVerified: true } : { roleId: 'global_user', emailVerified: false })
       const pending = verificationRequired && !user.emailVerified
       // With login switched off a non-admin's session would be refused anyway.
       const signIn = !pending && (loginEnabled || user.roleId === 'global_admin')
@@ -91,12 +78,57 @@ export class AccountService {
       throw mapUserConflict(error)
     })
 
-    if (result.pending) await emailFlows.sendVerification(result.user)
+    if (result.pending) await emailFlows.sendVerification(result.user, context.requestId)
     return result
   }
 
+  /**
+   * A global admin with a verified email, created from the server's shell (`npm run admin:create`)
+   * so that an instance reachable from the internet has its admin before anyone can register.
+   * The same uniqueness rules and default team as a registration; no session, no mail, and the
+   * registration switch does not apply (whoever runs it already controls the server).
+   */
+  async createAdmin(input: Registration): Promise<UserRow> {
+    const { database, passwords, audit, clock } = this.deps
+    const passwordHash = await passwords.hash(input.password)
+    const now = new Date(clock.now())
+    return database.transaction(async (tx) => {
+      const user = await this.insertAccount(tx, { ...input, email: input.email.toLowerCase() }, passwordHash, now, () => ({ roleId: 'global_admin', emailVerified: true }))
+      await audit.record('user.registered', { actorId: user.id, target: user.id, details: { role_id: user.roleId, method: 'cli' } }, tx)
+      return user
+    }).catch((error: unknown) => {
+      throw mapUserConflict(error)
+    })
+  }
+
+  /**
+   * Inserts a user (`input.email` already in lower case) and their default team. Under the
+   * registrations lock the uniqueness checks and the "is this the first user" question cannot
+   * race another registration.
+   */
+  private async insertAccount(tx: Db, input: Registration, passwordHash: string, now: Date, grant: (first: boolean) => Pick<NewUser, 'roleId' | 'emailVerified'>): Promise<UserRow> {
+    const txUsers = this.deps.users.with(tx)
+    await txUsers.lockRegistrations()
+    const taken = await txUsers.taken(input.email, input.username)
+    if (taken.email) throw emailTaken()
+    if (taken.username) throw usernameTaken()
+    const user = await txUsers.insert({
+      id: newId(),
+      username: input.username,
+      email: input.email,
+      passwordHash,
+      firstName: input.first_name ?? null,
+      lastName: input.last_name ?? null,
+      ...grant(!(await txUsers.any())),
+      createdAt: now,
+      updatedAt: now,
+    })
+    await this.deps.teams.with(tx).createDefault(user.id, user.username, now)
+    return user
+  }
+
   async login(login: string, password: string, context: RequestContext) {
-    const { users, passwords, settings, audit, clock, sessions, emailFlows, limits } = this.deps
+    const { users, passwords, settings, audit, clock, sessions, emailFlows, limits, metrics } = this.deps
     if (!(await settings.get('global.enable_login'))) throw loginDisabled()
     const user = await users.findByLogin(login)
     const now = new Date(clock.now())
@@ -104,13 +136,22 @@ export class AccountService {
       // Same work, same answer as a wrong password.
       await passwords.verifyDummy(password)
       await audit.record('user.login_failed', { ip: context.ip, details: { reason: 'unknown_login' } })
+      metrics.failed('unknown_login')
       throw invalidCredentials()
     }
-    if (user.lockedUntil !== null && user.lockedUntil > now) throw lockedOut(user.lockedUntil, now)
+    if (user.lockedUntil !== null && user.lockedUntil > now) {
+      metrics.failed('locked')
+      throw lockedOut(user.lockedUntil, now)
+    }
     if (!(await passwords.verify(user.passwordHash, password))) {
       const { lockedUntil } = await users.recordFailedLogin(user.id, { now, ...limits.lockout })
       await audit.record('user.login_failed', { actorId: user.id, ip: context.ip, target: user.id, details: { reason: 'wrong_password' } })
-      if (lockedUntil !== null && lockedUntil > now) throw lockedOut(lockedUntil, now)
+      metrics.failed('wrong_password')
+      // The account was open when this attempt began: a lock now is this failure's doing.
+      if (lockedUntil !== null && lockedUntil > now) {
+        metrics.lockedOut()
+        throw lockedOut(lockedUntil, now)
+      }
       throw invalidCredentials()
     }
     if (!user.emailVerified && (await emailFlows.verificationRequired())) {

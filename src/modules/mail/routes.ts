@@ -13,7 +13,7 @@ export const mailRoutes: FastifyPluginAsyncTypebox = async (app) => {
       description:
         'Sends the test mail at once over the current SMTP settings, also while `global.send_mail` is off, so that ' +
         'an administrator can check the server before switching sending on. 400 `SMTP_NOT_CONFIGURED` while ' +
-        '`smtp.host` or `smtp.from_email` is empty. 502 `SMTP_ERROR` when the mail does not go out: `error` carries ' +
+        '`smtp.host` or `smtp.from_email` is empty, or while `smtp.password` cannot be decrypted (`readable: false`). 502 `SMTP_ERROR` when the mail does not go out: `error` carries ' +
         "the SMTP server's own reply (e.g. `535 …` for refused credentials, `550 …` for a refused recipient), or the " +
         'connection or TLS failure. Connecting and the greeting time out after 10 s, an idle connection after 30 s.',
       body: TestEmailBody,

@@ -19,6 +19,17 @@ export interface MailMessage {
   html: string
 }
 
+/** Which mail a best-effort send is, and the request that caused it: a failure's log line names both. */
+export interface MailContext {
+  mail: 'verification' | 'password_reset' | 'password_changed' | 'welcome'
+  requestId?: string
+}
+
+/** Whether account mails go out, and if not, every reason why (each names the setting to fix). */
+export type MailStatus =
+  | { enabled: true; sender: string; server: string }
+  | { enabled: false; reasons: string[] }
+
 export interface SentMail {
   /** Recipients the SMTP server accepted. */
   accepted: string[]
@@ -53,6 +64,8 @@ interface SmtpSettings {
 export const mailErrors = {
   notConfigured: () =>
     new AppError(400, 'SMTP_NOT_CONFIGURED', 'SMTP is not configured: set smtp.host and smtp.from_email first.'),
+  passwordUnreadable: () =>
+    new AppError(400, 'SMTP_NOT_CONFIGURED', 'SMTP is not configured: smtp.password cannot be decrypted with the current ENCRYPTION_SECRET; set it again.'),
   smtp: (reason: string) => new AppError(502, 'SMTP_ERROR', `The mail could not be sent: ${reason}`),
 }
 
@@ -75,24 +88,43 @@ export class MailService {
     this.timeouts = timeouts
   }
 
-  /** Account mails go out only when sending is on and SMTP is configured. */
+  /**
+   * Account mails go out only when sending is on and SMTP is configured; a password sealed under
+   * another ENCRYPTION_SECRET leaves SMTP unconfigured rather than failing each login to the server.
+   */
   async enabled(): Promise<boolean> {
-    const [sendMail, host, fromEmail] = await Promise.all([
+    return (await this.status()).enabled
+  }
+
+  /** `enabled()` with its reasons: the start-up log says why mail is off. */
+  async status(): Promise<MailStatus> {
+    const [sendMail, host, port, fromName, fromEmail, passwordReadable] = await Promise.all([
       this.settings.get('global.send_mail'),
       this.settings.get('smtp.host'),
+      this.settings.get('smtp.port'),
+      this.settings.get('smtp.from_name'),
       this.settings.get('smtp.from_email'),
+      this.settings.readable('smtp.password'),
     ])
-    return sendMail && host.trim() !== '' && fromEmail.trim() !== ''
+    const reasons: string[] = []
+    if (!sendMail) reasons.push('global.send_mail is off (SMTP_URL switches it on at the first start)')
+    if (host.trim() === '') reasons.push('smtp.host is not set (set SMTP_URL)')
+    if (fromEmail.trim() === '') reasons.push('smtp.from_email is not set (set SMTP_FROM)')
+    if (!passwordReadable) reasons.push('smtp.password cannot be decrypted with the current ENCRYPTION_SECRET (set it again)')
+    if (reasons.length > 0) return { enabled: false, reasons }
+    const address = fromEmail.trim()
+    return { enabled: true, sender: fromName === '' ? address : `${fromName} <${address}>`, server: `${host.trim()}:${port}` }
   }
 
   /**
    * Sends now, whatever `global.send_mail` says (the admin test mail must work before sending is
-   * switched on). 400 SMTP_NOT_CONFIGURED without a host or sender; 502 SMTP_ERROR carrying the
+   * switched on). 400 SMTP_NOT_CONFIGURED without a host or sender, or with an undecryptable password; 502 SMTP_ERROR carrying the
    * server's own reply, or the connection failure, when the mail does not go out.
    */
   async send(message: MailMessage): Promise<SentMail> {
     const smtp = await this.smtpSettings()
     if (smtp.host === '' || smtp.fromEmail === '') throw mailErrors.notConfigured()
+    if (!(await this.settings.readable('smtp.password'))) throw mailErrors.passwordUnreadable()
     const transporter = await this.transporter(smtp)
     let info: SMTPSentMessageInfo
     try {
@@ -113,10 +145,11 @@ export class MailService {
 
   /**
    * For the account flows: a mail failure never fails the write that triggered it.
-   * Sends only when `enabled()`; true when the mail went out. A failure is logged with the
-   * recipient's domain only — never the address, the body or the link it carries.
+   * Sends only when `enabled()`; true when the mail went out. A failure is logged with which mail
+   * it was, the request that caused it and the recipient's domain only — never the address, the
+   * body or the link it carries.
    */
-  async sendBestEffort(message: MailMessage): Promise<boolean> {
+  async sendBestEffort(message: MailMessage, context: MailContext): Promise<boolean> {
     try {
       if (!(await this.enabled())) return false
       await this.send(message)
@@ -124,11 +157,14 @@ export class MailService {
     } catch (error) {
       this.log.warn(
         {
+          mail: context.mail,
+          // Fastify's name for the request id: the request's own line is found by the same value.
+          ...(context.requestId === undefined ? {} : { reqId: context.requestId }),
           recipient_domain: message.to.slice(message.to.lastIndexOf('@') + 1),
           code: error instanceof AppError ? error.code : 'UNEXPECTED',
           reason: withoutAddresses(error instanceof Error ? error.message : String(error)),
         },
-        'mail not sent',
+        `${context.mail.replace('_', ' ')} mail not sent`,
       )
       return false
     }

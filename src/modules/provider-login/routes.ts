@@ -11,6 +11,8 @@ const STATE_PATH = '/api/auth/provider'
 const STATE_MAX_AGE_S = 600
 
 const Redirect = Type.Null({ description: '302 with a Location header' })
+/** A browser's refusals on these routes are pages (see htmlRefusals) that end with this. */
+const SIGN_IN_AGAIN = 'Go back to where you started and sign in again.'
 
 /** Sign-in with the identity provider. */
 export const providerLoginRoutes: FastifyPluginAsyncTypebox = async (app) => {
@@ -27,10 +29,11 @@ export const providerLoginRoutes: FastifyPluginAsyncTypebox = async (app) => {
   }, async () => ({ success: true as const, data: await provider().status() }))
 
   app.get('/api/auth/provider/login', {
-    config: { auth: policy.public(), limit: 'loginOrRegister' },
+    config: { auth: policy.public(), limit: 'loginOrRegister', htmlRefusals: { hint: SIGN_IN_AGAIN } },
     schema: {
       tags, summary: 'Start provider sign-in (redirects to the identity provider)',
-      description: '403 LOGIN_DISABLED or PROVIDER_OAUTH_DISABLED. `return_to` is kept only when it is a path on this service or a URL on `global.page_url`\'s origin.',
+      description: '403 LOGIN_DISABLED or PROVIDER_OAUTH_DISABLED. `return_to` is kept only when it is a path on this service or a URL on `global.page_url`\'s origin. ' +
+        'A browser (`Accept` preferring text/html) gets its refusals as an HTML page with the same status.',
       querystring: Type.Object({ return_to: Type.Optional(Type.String({ maxLength: 2048 })) }, { additionalProperties: false }),
       response: { 302: Redirect },
     },
@@ -41,10 +44,11 @@ export const providerLoginRoutes: FastifyPluginAsyncTypebox = async (app) => {
   })
 
   app.get('/api/auth/provider/callback', {
-    config: { auth: policy.public(), limit: 'loginOrRegister' },
+    config: { auth: policy.public(), limit: 'loginOrRegister', htmlRefusals: { hint: SIGN_IN_AGAIN } },
     schema: {
       tags, summary: 'The identity provider returns here',
-      description: '400 PROVIDER_STATE_MISMATCH, 400 PROVIDER_EMAIL_NOT_AVAILABLE, 403 FIRST_USER_REQUIRES_EMAIL, 400/502 PROVIDER_OAUTH_FAILED. Success: session cookie and 302 to `return_to` or `global.page_url`.',
+      description: '400 PROVIDER_STATE_MISMATCH, 400 PROVIDER_EMAIL_NOT_AVAILABLE, 403 FIRST_USER_REQUIRES_EMAIL, 400/502 PROVIDER_OAUTH_FAILED. Success: session cookie and 302 to `return_to` or `global.page_url`. ' +
+        'A browser (`Accept` preferring text/html) gets its refusals as an HTML page with the same status.',
       querystring: Type.Object({
         code: Type.Optional(Type.String({ maxLength: 512 })),
         state: Type.Optional(Type.String({ maxLength: 512 })),

@@ -108,8 +108,8 @@ export const CORE_SETTINGS = {
     group: 'smtp', type: 'boolean', default: false, name: 'Require STARTTLS',
     description: 'Refuses to send when the server does not offer STARTTLS.',
   }),
-  'smtp.from_name': define({ group: 'smtp', type: 'string', default: 'Service', name: 'Sender name', max: 255, description: 'Display name of the sender.' }),
-  'smtp.from_email': define({ group: 'smtp', type: 'string', default: '', name: 'Sender address', max: 255, description: 'Address mails are sent from.' }),
+  'smtp.from_name': define({ group: 'smtp', type: 'string', default: 'Service', name: 'Sender name', max: 255, description: 'Display name of the sender; SMTP_FROM seeds it.' }),
+  'smtp.from_email': define({ group: 'smtp', type: 'string', default: '', name: 'Sender address', max: 255, description: 'Address mails are sent from; SMTP_FROM seeds it. No mail goes out without one.' }),
 }
 
 export type CoreSettings = typeof CORE_SETTINGS

@@ -2,7 +2,7 @@ import type { Config } from '../../config.js'
 import type { SettingChange } from './service.js'
 
 /**
- * SMTP_URL and PROVIDER_OAUTH_CLIENT_ID/SECRET configure a deployment without a click.
+ * SMTP_URL, SMTP_FROM and PROVIDER_OAUTH_CLIENT_ID/SECRET configure a deployment without a click.
  * They apply only to settings nobody has set yet; a value chosen through the API always wins.
  */
 export function environmentSeeds(config: Config): SettingChange[] {
@@ -18,6 +18,11 @@ export function environmentSeeds(config: Config): SettingChange[] {
       { key: 'smtp.secure', value: secure },
       { key: 'global.send_mail', value: true },
     )
+  }
+  // Without a sender no mail goes out: SMTP_URL alone would leave mail off.
+  if (config.smtpFrom !== null) {
+    seeds.push({ key: 'smtp.from_email', value: config.smtpFrom.address })
+    if (config.smtpFrom.name !== null) seeds.push({ key: 'smtp.from_name', value: config.smtpFrom.name })
   }
   if (config.providerOauthClientId !== null && config.providerOauthClientSecret !== null) {
     seeds.push(

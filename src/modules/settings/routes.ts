@@ -23,6 +23,7 @@ function settingView(setting: SettingView) {
     value: setting.encrypted ? null : setting.value,
     encrypted: setting.encrypted,
     is_set: setting.is_set,
+    readable: setting.readable,
     updated_at: setting.updated_at.toISOString(),
   }
 }
@@ -48,7 +49,13 @@ export const settingsRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.get('/api/settings', {
     config: canView,
-    schema: { tags, summary: 'Every settings group with its settings', response: { 200: GroupsEnvelope } },
+    schema: {
+      tags, summary: 'Every settings group with its settings',
+      description:
+        'Encrypted settings never show their value (`value: null`): `is_set` says whether one is stored and ' +
+        '`readable` whether the current ENCRYPTION_SECRET can decrypt it.',
+      response: { 200: GroupsEnvelope },
+    },
   }, async () => ({ success: true as const, data: { groups: await groups() } }))
 
   // A static segment wins over a parameter in find-my-way, so `groups/…` never reaches `/:key`.
@@ -57,16 +64,20 @@ export const settingsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     schema: { tags, summary: 'One settings group', description: '404 for an unknown group.', params: GroupParams, response: { 200: GroupEnvelope } },
   }, async (request) => {
     const group = (await groups()).find((each) => each.id === request.params.groupId)
-    if (group === undefined) throw errors.notFound('Settings group')
+    if (group === undefined) throw errors.notFound(`Settings group ${request.params.groupId}`)
     return { success: true as const, data: { group } }
   })
 
   app.get('/api/settings/:key', {
     config: canView,
-    schema: { tags, summary: 'One setting', description: '404 for an unknown key.', params: KeyParams, response: { 200: SettingEnvelope } },
+    schema: {
+      tags, summary: 'One setting',
+      description: '404 NOT_FOUND for an unknown key, naming it ("Setting foo.bar not found.").',
+      params: KeyParams, response: { 200: SettingEnvelope },
+    },
   }, async (request) => {
     const setting = (await app.services.settings.list()).find((each) => each.key === request.params.key)
-    if (setting === undefined) throw errors.notFound('Setting')
+    if (setting === undefined) throw errors.notFound(`Setting ${request.params.key}`)
     return { success: true as const, data: { setting: settingView(setting) } }
   })
 
@@ -76,14 +87,15 @@ export const settingsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       tags, summary: 'Change one setting',
       description:
         "`value` must be of the setting's type (a boolean setting refuses `\"true\"` and `\"maybe\"`; numbers are " +
-        'integers within the bounds) → else 400 VALIDATION_ERROR. 404 for an unknown key: settings are defined in ' +
-        'code and cannot be created. Audit-logged (`settings.updated`, keys only). Other instances see the change ' +
-        'within 5 s.',
+        'integers within the bounds) → else 400 VALIDATION_ERROR. 404 NOT_FOUND for an unknown key, naming it: ' +
+        'settings are defined in code and cannot be created. Setting a secret that was `readable: false` seals it ' +
+        'with the current ENCRYPTION_SECRET, so it is readable again. Audit-logged (`settings.updated`, keys only). ' +
+        'Other instances see the change within 5 s.',
       params: KeyParams, body: ValueBody, response: { 200: SettingEnvelope },
     },
   }, async (request) => {
     const { key } = request.params
-    if (app.services.settings.definition(key) === undefined) throw errors.notFound('Setting')
+    if (app.services.settings.definition(key) === undefined) throw errors.notFound(`Setting ${key}`)
     const [setting] = await app.services.settings.update([{ key, value: request.body.value }], recordUpdate(app.services.audit, [key], actorOf(request.caller), request.ip))
     return { success: true as const, message: 'Setting updated.', data: { setting: settingView(setting!) } }
   })

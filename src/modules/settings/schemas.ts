@@ -13,10 +13,20 @@ export const Setting = Type.Object({
   description: Type.String(),
   type: Type.Union([Type.Literal('string'), Type.Literal('number'), Type.Literal('boolean')]),
   value: Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Null()], {
-    description: 'The typed value; always null for an encrypted setting (see is_set).',
+    description: 'The typed value; always null for an encrypted setting (see is_set and readable).',
   }),
   encrypted: Type.Boolean(),
-  is_set: Type.Boolean({ description: 'Whether the value is non-empty; the only thing said about an encrypted setting.' }),
+  is_set: Type.Boolean({
+    description:
+      'Whether the value is non-empty; with `readable`, the only thing said about an encrypted setting. ' +
+      'True for a stored secret that cannot be decrypted.',
+  }),
+  readable: Type.Boolean({
+    description:
+      'Always true for a setting that is not encrypted. False when the stored secret was sealed under another ' +
+      'ENCRYPTION_SECRET (changed or lost): the service then treats it as unset (mail or provider sign-in act as ' +
+      'not configured) until it is set again or re-encrypted with `npm run secret:rotate`.',
+  }),
   updated_at: Type.String({ format: 'date-time' }),
 })
 

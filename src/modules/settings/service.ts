@@ -33,12 +33,20 @@ export interface SettingView {
   /** The plaintext value; the HTTP layer withholds it for encrypted settings. */
   value: SettingPrimitive
   is_set: boolean
+  /** False for a secret stored under another ENCRYPTION_SECRET: it reads as its default meanwhile. */
+  readable: boolean
   updated_at: Date
 }
 
 export interface SettingChange {
   key: string
   value: unknown
+}
+
+interface CachedValue {
+  value: SettingPrimitive
+  readable: boolean
+  row: SettingRow
 }
 
 interface Deps {
@@ -57,7 +65,7 @@ export class SettingsService {
   private readonly box: SecretBox
   private readonly clock: Clock
   private readonly config: Config
-  private values = new Map<string, { value: SettingPrimitive; row: SettingRow }>()
+  private values = new Map<string, CachedValue>()
   private revision = -1
   private checkedAt = Number.NEGATIVE_INFINITY
   private revalidating: Promise<void> | null = null
@@ -107,12 +115,25 @@ export class SettingsService {
     return entry.value
   }
 
+  /**
+   * False while `key` holds a secret the current ENCRYPTION_SECRET cannot decrypt; `get` then
+   * answers the default, so a feature needing it acts as not configured.
+   */
+  async readable(key: string): Promise<boolean> {
+    await this.revalidate()
+    return this.values.get(key)?.readable ?? true
+  }
+
+  /** The keys `readable` is false for, as of the last load. */
+  unreadable(): string[] {
+    return [...this.values].filter(([, entry]) => !entry.readable).map(([key]) => key)
+  }
+
   async list(): Promise<SettingView[]> {
     await this.revalidate()
     return [...this.definitions].map(([key, definition]) => this.view(key, definition))
   }
 
-  /** Validates every change first, then writes all of them in one transaction, or none. */
   /** Validates every change, then writes them all in one transaction, with `alongside` (an audit event) in it. */
   async update(changes: SettingChange[], alongside?: (tx: Db) => Promise<void>): Promise<SettingView[]> {
     const problems: FieldProblem[] = []
@@ -141,6 +162,7 @@ export class SettingsService {
   private view(key: string, definition: SettingDefinition): SettingView {
     const entry = this.values.get(key)
     const value = entry?.value ?? defaultValue(definition, this.config)
+    const readable = entry?.readable ?? true
     return {
       key,
       group: definition.group,
@@ -149,7 +171,9 @@ export class SettingsService {
       description: definition.description,
       encrypted: definition.encrypted === true,
       value,
-      is_set: value !== '',
+      // An unreadable secret is still a stored value: set, though not usable.
+      is_set: !readable || value !== '',
+      readable,
       updated_at: entry?.row.updatedAt ?? new Date(this.clock.now()),
     }
   }
@@ -171,10 +195,10 @@ export class SettingsService {
   private async reload(): Promise<void> {
     const revision = await this.repository.revision()
     const rows = await this.repository.all()
-    const values = new Map<string, { value: SettingPrimitive; row: SettingRow }>()
+    const values = new Map<string, CachedValue>()
     for (const row of rows) {
       const definition = this.definitions.get(row.key)
-      if (definition !== undefined) values.set(row.key, { value: this.decode(definition, row.value), row })
+      if (definition !== undefined) values.set(row.key, { ...this.decode(definition, row), row })
     }
     this.values = values
     this.revision = revision
@@ -186,7 +210,14 @@ export class SettingsService {
     return definition.encrypted ? this.box.seal(json) : json
   }
 
-  private decode(definition: SettingDefinition, stored: string): SettingPrimitive {
-    return JSON.parse(definition.encrypted ? this.box.open(stored) : stored) as SettingPrimitive
+  private decode(definition: SettingDefinition, row: SettingRow): Omit<CachedValue, 'row'> {
+    if (definition.encrypted !== true) return { value: JSON.parse(row.value) as SettingPrimitive, readable: true }
+    try {
+      return { value: JSON.parse(this.box.open(row.value)) as SettingPrimitive, readable: true }
+    } catch {
+      // Sealed under another ENCRYPTION_SECRET (AES-GCM refuses the tag). A row never set holds
+      // the seeded default, so nothing is lost; a value somebody chose is reported unreadable.
+      return { value: defaultValue(definition, this.config), readable: row.setAt === null }
+    }
   }
 }

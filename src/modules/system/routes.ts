@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { policy } from '../../auth/policies.js'
 import type { DatabaseLifecycle } from '../../db/lifecycle.js'
 import { errors } from '../../http/errors.js'
+import { API_VERSION } from '../../http/openapi.js'
 import { packageVersion } from '../../paths.js'
 import { DbSetupBody, DbStatus, Health, Ready } from './schemas.js'
 
@@ -13,10 +14,15 @@ const probe = { ...open, quietLog: true }
 export const systemRoutes: FastifyPluginAsyncTypebox<{ lifecycle: DatabaseLifecycle }> = async (app, { lifecycle }) => {
   app.get('/api/health', {
     config: probe,
-    schema: { tags: ['System'], summary: 'Liveness: the process answers (no database access)', response: { 200: Health } },
+    schema: {
+      tags: ['System'],
+      summary: 'Liveness: the process answers (no database access)',
+      description: '`version` is the running package\'s version, `api_version` the API contract\'s (the document\'s `info.version`).',
+      response: { 200: Health },
+    },
   }, async () => ({
     success: true as const,
-    data: { status: 'ok' as const, version: packageVersion, uptime_s: Math.floor(process.uptime()) },
+    data: { status: 'ok' as const, version: packageVersion, api_version: API_VERSION, uptime_s: Math.floor(process.uptime()) },
   }))
 
   app.get('/api/health/ready', {

@@ -4,7 +4,8 @@ import { Ok } from '../../http/envelope.js'
 export const Health = Ok(
   Type.Object({
     status: Type.Literal('ok'),
-    version: Type.String({ description: 'Package version of the running service.' }),
+    version: Type.String({ description: 'Package version of the running service (package.json): changes with every release.' }),
+    api_version: Type.String({ description: 'Version of the API contract (the OpenAPI document\'s `info.version`): changes only when the API does.' }),
     uptime_s: Type.Integer({ description: 'Seconds since the process started.' }),
   }),
 )

@@ -8,7 +8,8 @@ import { clientHost, type OAuthClient } from '../clients.js'
 import { consentPage, signInPage } from '../pages.js'
 import { AuthorizeQuery, ConsentBody, ConsentDetails, ConsentLoginBody, ConsentQuery, DecisionAnswer, Redirect, tags } from '../schemas.js'
 import { describeScopes } from '../scopes.js'
-import { describeValidation, failPage, isForm, optionalSession, sendPage, wantsJson } from './shared.js'
+import { sendPage } from '../../http/pages.js'
+import { describeValidation, failPage, isForm, optionalSession, START_AGAIN, wantsJson } from './shared.js'
 
 /** What the browser sees — the authorization endpoint, sign-in and consent. */
 export const browserRoutes: FastifyPluginAsyncTypebox = async (app) => {
@@ -23,7 +24,7 @@ export const browserRoutes: FastifyPluginAsyncTypebox = async (app) => {
   }
 
   app.get('/api/oauth2/auth', {
-    config: { auth: policy.public(), oauthErrors: {}, unknownParameters: 'ignore' },
+    config: { auth: policy.public(), oauthErrors: {}, unknownParameters: 'ignore', htmlRefusals: { hint: START_AGAIN } },
     attachValidation: true,
     schema: {
       tags, summary: 'Authorization endpoint (authorization code with PKCE S256)',
@@ -51,7 +52,7 @@ export const browserRoutes: FastifyPluginAsyncTypebox = async (app) => {
   })
 
   app.get('/api/oauth2/consent', {
-    config: { auth: policy.public() },
+    config: { auth: policy.public(), htmlRefusals: { hint: START_AGAIN } },
     schema: {
       tags, summary: 'The consent page (HTML), or its details as JSON',
       description: 'HTML by default: a sign-in form when the browser has no session, else the client, the scopes in plain words, a team choice and ' +
@@ -93,13 +94,14 @@ export const browserRoutes: FastifyPluginAsyncTypebox = async (app) => {
   })
 
   app.post('/api/oauth2/consent', {
-    config: { auth: policy.session() },
+    config: { auth: policy.session(), htmlRefusals: { hint: START_AGAIN } },
     schema: {
       tags, summary: 'Approve or deny an authorization request',
       description: 'Form-encoded (the consent page) or JSON (a separate frontend). The session must be the one that saw the request, and ' +
         '`csrf_token` the one the consent page (or its JSON variant) gave. Approve → 302 (form) or 200 `data.redirect_url` (JSON) to ' +
         '`redirect_uri?code=…&state=…&iss=…`; deny → `error=access_denied`. 403 INVALID_CSRF_TOKEN, 400 INVALID_TEAM, 404 for an unknown, ' +
-        'expired or already decided request. The approval is remembered per user and client.',
+        'expired or already decided request. The approval is remembered per user and client. A refusal of a browser\'s form post ' +
+        '(`Accept` preferring text/html) is an HTML page with the same status.',
       consumes: ['application/x-www-form-urlencoded', 'application/json'],
       body: ConsentBody,
       response: { 200: DecisionAnswer, 302: Redirect },
@@ -118,12 +120,13 @@ export const browserRoutes: FastifyPluginAsyncTypebox = async (app) => {
   })
 
   app.post('/api/oauth2/consent/login', {
-    config: { auth: policy.public(), limit: 'loginOrRegister' },
+    config: { auth: policy.public(), limit: 'loginOrRegister', htmlRefusals: { hint: START_AGAIN } },
     schema: {
       tags, summary: 'Sign in from the consent page',
       description: 'The consent page\'s sign-in form (form-encoded; JSON also accepted). Success: session cookie and 303 back to the consent page. ' +
         'Failure: the sign-in page again with the reason (401 INVALID_CREDENTIALS, 403 LOGIN_DISABLED or EMAIL_NOT_VERIFIED, 429). ' +
-        'An `Origin` header, when sent, must be this service\'s own (or a configured CORS origin).',
+        'An `Origin` header, when sent, must be this service\'s own (for a loopback `PUBLIC_URL`, under any loopback spelling: `localhost`, ' +
+        '`127.0.0.1`, `[::1]`, same scheme and port) or a configured CORS origin; any other → 403, as an HTML page for a browser.',
       consumes: ['application/x-www-form-urlencoded', 'application/json'],
       body: ConsentLoginBody,
       response: { 303: Redirect },
@@ -133,7 +136,7 @@ export const browserRoutes: FastifyPluginAsyncTypebox = async (app) => {
     const origin = request.headers.origin
     // Login CSRF: a cross-site form must not sign the browser in to someone else's account.
     if (origin !== undefined && !oauth().isAllowedOrigin(origin)) {
-      throw new AppError(403, 'FORBIDDEN', 'Cross-site sign-in refused: its Origin is not allowed.', { origin })
+      throw new AppError(403, 'FORBIDDEN', `Cross-site sign-in refused: the form was sent from ${origin}, which is not this service.`, { origin })
     }
     let client: OAuthClient
     try {

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { SESSION_COOKIE } from '../../auth/credentials-from-request.js'
 import type { SessionCaller } from '../../auth/sessions.js'
 import { AppError } from '../../http/errors.js'
-import { errorPage, pagePolicy } from '../pages.js'
+import { refusalPage, sendPage } from '../../http/pages.js'
 
 /** The consent and sign-in pages answer HTML unless JSON is asked for (a separate frontend). */
 export const wantsJson = (request: FastifyRequest): boolean => (request.headers.accept ?? '').includes('application/json')
@@ -22,23 +22,13 @@ export function describeValidation(error: ValidationError): string {
   return `${field} ${first.message ?? 'is invalid'}.`
 }
 
-/** A page under the strict policy: no script, the page's own style, forms to itself and `formTargets`. */
-export function sendPage(reply: FastifyReply, status: number, html: string, formTargets: readonly string[] = []): FastifyReply {
-  return reply
-    .code(status)
-    .type('text/html; charset=utf-8')
-    .header('content-security-policy', pagePolicy(formTargets))
-    // Not helmet's no-referrer: under it browsers send `Origin: null` on the page's own form
-    // posts, which the Origin checks must refuse. same-origin still tells the client nothing.
-    .header('referrer-policy', 'same-origin')
-    .header('cache-control', 'no-store')
-    .send(html)
-}
+/** What a refusal page on the authorization pages tells the reader to do next. */
+export const START_AGAIN = 'Start the sign-in again from your client.'
 
 /** A deliberate refusal as a page for a browser; the JSON envelope for everyone else. */
 export function failPage(request: FastifyRequest, reply: FastifyReply, error: unknown): FastifyReply {
   if (!(error instanceof AppError) || wantsJson(request)) throw error
-  return sendPage(reply, error.statusCode, errorPage('Authorization failed', error.message))
+  return sendPage(reply, error.statusCode, refusalPage(error, START_AGAIN))
 }
 
 /** The browser's session, if its cookie is valid (public routes that adapt to a signed-in user). */
