@@ -4,7 +4,8 @@ import pg from 'pg'
 export const DIALECTS = ['sqlite', 'postgresql'] as const
 export type TestDialect = (typeof DIALECTS)[number]
 
-const ADMIN_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
+/** The test server's maintenance database, where test databases are created and dropped. */
+export const ADMIN_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 
 export interface TestDatabase {
   /** A DATABASE_URL for the app. */
@@ -27,7 +28,8 @@ export async function createTestDatabase(dialect: TestDialect, dir?: string): Pr
   return { url: url.toString(), drop: () => adminQuery(`drop database if exists ${name} with (force)`) }
 }
 
-async function adminQuery(statement: string): Promise<void> {
+/** One statement on the maintenance database (create or drop a database). */
+export async function adminQuery(statement: string): Promise<void> {
   const client = new pg.Client({ connectionString: ADMIN_URL })
   await client.connect()
   try {

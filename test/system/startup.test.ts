@@ -5,11 +5,10 @@ import { createServer, type AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { randomBytes } from 'node:crypto'
-import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
 import { projectRoot } from '../../src/paths.js'
 import { TEST_SECRET } from '../helpers/app.js'
-import { createTestDatabase, DIALECTS, type TestDatabase } from '../helpers/database.js'
+import { ADMIN_URL, adminQuery, createTestDatabase, DIALECTS, type TestDatabase } from '../helpers/database.js'
 import { SERVER_ENTRY, serverBuilt, startServerProcess, type ServerProcess } from '../helpers/server-process.js'
 import { startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js'
 
@@ -20,7 +19,6 @@ import { startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js'
  * DATABASE_CONNECT_TIMEOUT seconds, then a non-zero exit.
  */
 
-const ADMIN_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 const VERSION = (JSON.parse(readFileSync(join(projectRoot, 'package.json'), 'utf8')) as { version: string }).version
 /** Starting the built server takes seconds on a busy machine. */
 const SPAWN_TIMEOUT_MS = 60_000
@@ -85,16 +83,6 @@ async function closedPort(): Promise<number> {
   const { port } = server.address() as AddressInfo
   await new Promise((resolve) => server.close(resolve))
   return port
-}
-
-async function adminQuery(statement: string): Promise<void> {
-  const client = new pg.Client({ connectionString: ADMIN_URL })
-  await client.connect()
-  try {
-    await client.query(statement)
-  } finally {
-    await client.end()
-  }
 }
 
 /** A DATABASE_URL on the test server naming a database that does not exist, with a password that must never be logged. */
