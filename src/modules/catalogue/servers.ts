@@ -26,7 +26,7 @@ const MAX_SLUG_ATTEMPTS = 1000
 const CREATE_DEFAULTS = {
   description: '', longDescription: null, categoryId: null, tags: [], language: null, runtime: null, languageKey: null, runtimeKey: null,
   transportType: 'stdio', status: 'active', featured: false, repositoryUrl: null, websiteUrl: null, iconUrl: null, authorName: null,
-  organization: null, license: null, packages: [], remotes: [],
+  organization: null, license: null, packages: [], remotes: [], registryName: null, source: 'manual',
 } satisfies ServerPatch
 
 const slugTaken = (slug: string) => errors.conflict('SLUG_TAKEN', `The slug "${slug}" belongs to another server.`)

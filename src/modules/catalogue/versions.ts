@@ -50,7 +50,7 @@ export class VersionService {
         status: input.status ?? 'active', changelog: input.changelog ?? null,
         releaseDate: input.release_date == null ? null : new Date(input.release_date),
         packages: input.packages == null ? null : normalizePackages(input.packages), remotes: input.remotes ?? null,
-        isLatest: false, createdAt: now, updatedAt: now,
+        isLatest: false, serverJson: null, createdAt: now, updatedAt: now,
       })
       if (created === null) throw errors.conflict('VERSION_EXISTS', `The server has version ${input.version} already (build metadata does not make a version distinct).`)
       await this.deps.audit.record('catalogue.version_created', { actorId: actor.userId, ip: actor.ip, target: server.id, details: { version: input.version } }, tx)

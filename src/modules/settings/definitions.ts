@@ -37,6 +37,7 @@ export const CORE_GROUPS: readonly SettingGroup[] = [
   { id: 'team', name: 'Teams', description: 'Limits applied to teams.' },
   { id: 'provider-oauth', name: 'Provider OAuth', description: 'Sign-in with a GitHub-compatible identity provider.' },
   { id: 'smtp', name: 'SMTP', description: 'Outgoing mail server used for verification, reset and test mails.' },
+  { id: 'catalogue', name: 'Catalogue', description: 'The MCP sub-registry API and the sync from an upstream MCP registry.' },
 ]
 
 export const CORE_SETTINGS = {
@@ -109,6 +110,18 @@ export const CORE_SETTINGS = {
     description: 'Refuses to send when the server does not offer STARTTLS.',
   }),
   'smtp.from_name': define({ group: 'smtp', type: 'string', default: 'Service', name: 'Sender name', max: 255, description: 'Display name of the sender; SMTP_FROM seeds it.' }),
+  'catalogue.registry_api_public': define({
+    group: 'catalogue', type: 'boolean', default: false, name: 'Public registry API',
+    description: 'Serves /api/registry/v0.1 (and /v0) to anonymous callers; when off, a session or a bearer token with mcp:read is needed.',
+  }),
+  'catalogue.upstream_registry_url': define({
+    group: 'catalogue', type: 'string', default: '', name: 'Upstream registry URL', max: 2048,
+    description: 'Base URL of an MCP registry to sync from, without a version segment (e.g. https://registry.modelcontextprotocol.io); empty turns sync off. https only, except hosts in OUTBOUND_ALLOWED_HOSTS.',
+  }),
+  'catalogue.registry_sync_interval_minutes': define({
+    group: 'catalogue', type: 'number', default: 0, name: 'Sync interval (minutes)', min: 0, max: 10_080,
+    description: 'Runs the sync from the upstream registry every this many minutes; 0 (default) syncs only when asked through POST /api/mcp/registry/sync.',
+  }),
   'smtp.from_email': define({ group: 'smtp', type: 'string', default: '', name: 'Sender address', max: 255, description: 'Address mails are sent from; SMTP_FROM seeds it. No mail goes out without one.' }),
 }
 

@@ -58,6 +58,9 @@ interface Deps {
   groups?: readonly SettingGroup[]
 }
 
+/** Why a value is refused (a sentence fit for the client), or null when it is acceptable. */
+export type SettingCheck = (value: SettingPrimitive) => Promise<string | null>
+
 export class SettingsService {
   readonly groups: readonly SettingGroup[]
   private readonly definitions: ReadonlyMap<string, SettingDefinition>
@@ -69,6 +72,7 @@ export class SettingsService {
   private revision = -1
   private checkedAt = Number.NEGATIVE_INFINITY
   private revalidating: Promise<void> | null = null
+  private readonly checks = new Map<string, SettingCheck>()
 
   constructor({ repository, box, clock, config, definitions = CORE_SETTINGS, groups = CORE_GROUPS }: Deps) {
     this.repository = repository
@@ -97,6 +101,15 @@ export class SettingsService {
     const applicable = seeds.filter((seed) => untouched.has(seed.key))
     if (applicable.length > 0) await this.update(applicable)
     await this.reload()
+  }
+
+  /**
+   * A check that needs more than the definition's type and bounds (e.g. a URL whose host must
+   * resolve to a public address), run by `update` on every new value of `key` before anything is
+   * written; the problem it answers becomes a 400 naming the key.
+   */
+  addCheck(key: string, check: SettingCheck): void {
+    this.checks.set(key, check)
   }
 
   definition(key: string): SettingDefinition | undefined {
@@ -147,6 +160,12 @@ export class SettingsService {
         if (problem !== null) problems.push({ field: key, message: problem })
       }
       seen.add(key)
+    }
+    if (problems.length > 0) throw errors.validation(problems, 'Invalid settings.')
+    for (const { key, value } of changes) {
+      const check = this.checks.get(key)
+      const problem = check === undefined ? null : await check(value as SettingPrimitive)
+      if (problem !== null) problems.push({ field: key, message: problem })
     }
     if (problems.length > 0) throw errors.validation(problems, 'Invalid settings.')
 

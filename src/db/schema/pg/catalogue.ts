@@ -54,12 +54,17 @@ export const mcpServers = pgTable('mcp_servers', {
   packages: jsonb('packages').$type<ServerPackage[]>().notNull(),
   remotes: jsonb('remotes').$type<ServerRemote[]>().notNull(),
   latestVersion: text('latest_version'),
+  /** The server's name in the MCP Registry (`namespace/name`), for servers imported or synced from one; unique. */
+  registryName: text('registry_name'),
+  /** `manual` for servers created through this API, `registry` for those imported or synced. */
+  source: text('source', { enum: ['manual', 'registry'] }).notNull().default('manual'),
   createdBy: text('created_by').references(() => users.id, { onDelete: 'set null' }),
   createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull(),
   updatedAt: timestamp('updated_at', { withTimezone: true, mode: 'date' }).notNull(),
   searchVector: tsvector('search_vector').notNull().generatedAlwaysAs(sql`setweight(to_tsvector('simple', name), 'A') || setweight(jsonb_to_tsvector('simple', tags, '["string"]'), 'B') || setweight(to_tsvector('simple', description), 'C')`),
 }, (t) => [
   uniqueIndex('mcp_servers_slug_unique').on(t.slug),
+  uniqueIndex('mcp_servers_registry_name_unique').on(t.registryName),
   index('mcp_servers_name_idx').on(sql`${t.sortName} collate "C"`, t.id),
   index('mcp_servers_created_idx').on(t.createdAt, t.id),
   index('mcp_servers_updated_idx').on(t.updatedAt, t.id),
@@ -90,6 +95,8 @@ export const mcpServerVersions = pgTable('mcp_server_versions', {
   packages: jsonb('packages').$type<ServerPackage[]>(),
   remotes: jsonb('remotes').$type<ServerRemote[]>(),
   isLatest: boolean('is_latest').notNull().default(false),
+  /** The server.json document (2025-12-11 format) this version was imported from; null for versions created by hand. */
+  serverJson: jsonb('server_json').$type<Record<string, unknown>>(),
   createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull(),
   updatedAt: timestamp('updated_at', { withTimezone: true, mode: 'date' }).notNull(),
 }, (t) => [
@@ -107,4 +114,17 @@ export const mcpServerVersions = pgTable('mcp_server_versions', {
 export const catalogueRevision = pgTable('catalogue_revision', {
   id: integer('id').primaryKey(),
   revision: bigint('revision', { mode: 'number' }).notNull(),
+})
+
+/**
+ * One row (id 1) for the sync from an upstream registry: the lease that makes one sync run at a
+ * time across every instance (taken by a conditional update of `locked_until`), and where the last
+ * successful sync stopped (`next_since`, the newest `updatedAt` seen upstream).
+ */
+export const registrySyncState = pgTable('registry_sync_state', {
+  id: integer('id').primaryKey(),
+  lockToken: text('lock_token'),
+  lockedUntil: timestamp('locked_until', { withTimezone: true, mode: 'date' }),
+  nextSince: text('next_since'),
+  lastSyncedAt: timestamp('last_synced_at', { withTimezone: true, mode: 'date' }),
 })

@@ -51,11 +51,16 @@ export const mcpServers = sqliteTable('mcp_servers', {
   packages: text('packages', { mode: 'json' }).$type<ServerPackage[]>().notNull(),
   remotes: text('remotes', { mode: 'json' }).$type<ServerRemote[]>().notNull(),
   latestVersion: text('latest_version'),
+  /** The server's name in the MCP Registry (`namespace/name`), for servers imported or synced from one; unique. */
+  registryName: text('registry_name'),
+  /** `manual` for servers created through this API, `registry` for those imported or synced. */
+  source: text('source', { enum: ['manual', 'registry'] }).notNull().default('manual'),
   createdBy: text('created_by').references(() => users.id, { onDelete: 'set null' }),
   createdAt: integer('created_at', { mode: 'timestamp_ms' }).notNull(),
   updatedAt: integer('updated_at', { mode: 'timestamp_ms' }).notNull(),
 }, (t) => [
   uniqueIndex('mcp_servers_slug_unique').on(t.slug),
+  uniqueIndex('mcp_servers_registry_name_unique').on(t.registryName),
   index('mcp_servers_name_idx').on(t.sortName, t.id),
   index('mcp_servers_created_idx').on(t.createdAt, t.id),
   index('mcp_servers_updated_idx').on(t.updatedAt, t.id),
@@ -85,6 +90,8 @@ export const mcpServerVersions = sqliteTable('mcp_server_versions', {
   packages: text('packages', { mode: 'json' }).$type<ServerPackage[]>(),
   remotes: text('remotes', { mode: 'json' }).$type<ServerRemote[]>(),
   isLatest: integer('is_latest', { mode: 'boolean' }).notNull().default(false),
+  /** The server.json document (2025-12-11 format) this version was imported from; null for versions created by hand. */
+  serverJson: text('server_json', { mode: 'json' }).$type<Record<string, unknown>>(),
   createdAt: integer('created_at', { mode: 'timestamp_ms' }).notNull(),
   updatedAt: integer('updated_at', { mode: 'timestamp_ms' }).notNull(),
 }, (t) => [
@@ -102,4 +109,17 @@ export const mcpServerVersions = sqliteTable('mcp_server_versions', {
 export const catalogueRevision = sqliteTable('catalogue_revision', {
   id: integer('id').primaryKey(),
   revision: integer('revision').notNull(),
+})
+
+/**
+ * One row (id 1) for the sync from an upstream registry: the lease that makes one sync run at a
+ * time across every instance (taken by a conditional update of `locked_until`), and where the last
+ * successful sync stopped (`next_since`, the newest `updatedAt` seen upstream).
+ */
+export const registrySyncState = sqliteTable('registry_sync_state', {
+  id: integer('id').primaryKey(),
+  lockToken: text('lock_token'),
+  lockedUntil: integer('locked_until', { mode: 'timestamp_ms' }),
+  nextSince: text('next_since'),
+  lastSyncedAt: integer('last_synced_at', { mode: 'timestamp_ms' }),
 })
