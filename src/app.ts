@@ -37,6 +37,9 @@ import { systemRoutes } from './modules/system/routes.js'
 import { categoryRoutes } from './modules/catalogue/categories-routes.js'
 import { serverRoutes } from './modules/catalogue/servers-routes.js'
 import { versionRoutes } from './modules/catalogue/versions-routes.js'
+import { registryImportRoutes } from './modules/registry/import-routes.js'
+import { registryReadRoutes } from './modules/registry/read-routes.js'
+import { registrySyncRoutes } from './modules/registry/sync-routes.js'
 import { satelliteAgentRoutes } from './modules/satellites/agent-routes.js'
 import { satelliteRoutes } from './modules/satellites/routes.js'
 import { registrationTokenRoutes } from './modules/satellites/token-routes.js'
@@ -69,6 +72,8 @@ export interface BuildOptions {
   extend?: FastifyPluginAsync
   /** Outbound requests (client metadata documents): extra trusted CA certificates, a shorter timeout (tests). */
   outbound?: OutboundOverrides
+  /** How often the scheduled registry sync looks whether a run is due (default every minute; tests shorten it). */
+  registrySyncCheckMs?: number
   /** How long a plugin's `register` may take (tests shorten it). */
   pluginRegisterTimeoutMs?: number
 }
@@ -100,6 +105,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   const lifecycle = new DatabaseLifecycle(config, app.log, async (database) => {
     const services = await createServices(database, {
       config, clock, log: app.log, credentials: options.credentials, limits, outbound: options.outbound, pluginSettings: plugins.settings(), metrics,
+      registrySyncCheckMs: options.registrySyncCheckMs,
     })
     await plugins.recordLoads(services.audit)
     metrics.watchPool(database)
@@ -191,6 +197,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await app.register(categoryRoutes)
     await app.register(serverRoutes)
     await app.register(versionRoutes)
+    await app.register(registryReadRoutes, { publicUrl: config.publicUrl })
+    await app.register(registryImportRoutes)
+    await app.register(registrySyncRoutes)
     await app.register(registrationTokenRoutes)
     await app.register(satelliteAgentRoutes)
     await app.register(satelliteRoutes)

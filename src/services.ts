@@ -22,7 +22,7 @@ import { usersRepository, type UsersRepository } from './db/repositories/users.j
 import type { Database } from './db/types.js'
 import type { Clock } from './lib/clock.js'
 import { deriveKey } from './lib/keys.js'
-import { OutboundFetch } from './lib/outbound-fetch.js'
+import { OutboundFetch, type OutboundOptions } from './lib/outbound-fetch.js'
 import { createSecretBox } from './lib/secret-box.js'
 import { createDigester, sameSecret } from './lib/tokens.js'
 import { UserAdministration } from './modules/admin/service.js'
@@ -32,6 +32,10 @@ import { AccountService } from './modules/auth/service.js'
 import { CategoryService } from './modules/catalogue/categories.js'
 import { ServerService } from './modules/catalogue/servers.js'
 import { VersionService } from './modules/catalogue/versions.js'
+import { ServerJsonExporter } from './modules/registry/exporter.js'
+import { CatalogueImporter, type RegistryImporter } from './modules/registry/importer.js'
+import { syncStateRepository } from './modules/registry/sync-state.js'
+import { RegistrySync, RegistrySyncSchedule, SYNC_MAX_BYTES, SYNC_TIMEOUT_MS, UPSTREAM_URL_SETTING } from './modules/registry/sync.js'
 import { MailService, type MailLogger } from './modules/mail/service.js'
 import { Metrics } from './modules/metrics/service.js'
 import { RegistrationJwt } from './modules/satellites/registration-jwt.js'
@@ -69,6 +73,14 @@ export interface Services {
   categoryService: CategoryService
   serverService: ServerService
   versionService: VersionService
+  /** Imports MCP Registry server.json documents (the import route, the sync). */
+  registryImporter: RegistryImporter
+  /** The sync from the upstream registry (POST /api/mcp/registry/sync). */
+  registrySync: RegistrySync
+  /** Runs the sync every `catalogue.registry_sync_interval_minutes`; started and stopped by the database lifecycle. */
+  registrySyncSchedule: RegistrySyncSchedule
+  /** A server as an MCP Registry server.json document. */
+  serverJsonExporter: ServerJsonExporter
   registrationTokens: RegistrationTokens
   satellites: SatelliteService
   /** The items of extension plugins' collections. */
@@ -91,16 +103,21 @@ export interface ServiceOptions {
   pluginSettings?: { definitions: Readonly<Record<string, SettingDefinition>>; groups: readonly SettingGroup[] }
   /** The app's counters (GET /api/metrics); a command-line tool, which serves none, may leave them out. */
   metrics?: Metrics
+  /** How often the scheduled registry sync looks whether a run is due (default every minute); tests look more often. */
+  registrySyncCheckMs?: number
 }
 
 /** Requests to addresses third parties choose (client metadata documents); tests trust their own CA and shorten the timeout. */
 export interface OutboundOverrides {
   /** PEM certificates trusted on top of Node's CA store. */
   ca?: readonly string[]
+  /** For client metadata documents; the registry sync keeps its own 10 s. */
   timeoutMs?: number
+  /** Answers for host names no DNS server knows (tests). */
+  resolveHost?: OutboundOptions['resolveHost']
 }
 
-export async function createServices(database: Database, { config, clock, log, limits: limitOverrides, credentials, outbound, pluginSettings, metrics = new Metrics() }: ServiceOptions): Promise<Services> {
+export async function createServices(database: Database, { config, clock, log, limits: limitOverrides, credentials, outbound, pluginSettings, metrics = new Metrics(), registrySyncCheckMs }: ServiceOptions): Promise<Services> {
   const settings = new SettingsService({
     repository: settingsRepository(database),
     box: createSecretBox(deriveKey(config.encryptionSecret, 'settings-encryption')),
@@ -152,6 +169,12 @@ export async function createServices(database: Database, { config, clock, log, l
     jwt: new RegistrationJwt(deriveKey(config.encryptionSecret, 'registration-jwt'), config.publicUrl, clock),
   })
   const satellites = new SatelliteService({ database, satellites: satellitesRepository(database), tokens: registrationTokenRows, teams, digest, audit, clock })
+  const registryImporter = new CatalogueImporter({ database, servers, versions: serverVersionsRepository(database), audit, clock })
+  // The sync's own limits; OUTBOUND_ALLOWED_HOSTS may reach the operator's network, over http too.
+  const upstream = new OutboundFetch({ allowedHosts: config.outboundAllowedHosts, ca: outbound?.ca, resolveHost: outbound?.resolveHost, timeoutMs: SYNC_TIMEOUT_MS, maxBytes: SYNC_MAX_BYTES })
+  const syncState = syncStateRepository(database)
+  const registrySync = new RegistrySync({ settings, state: syncState, importer: registryImporter, fetcher: upstream, audit, clock })
+  settings.addCheck(UPSTREAM_URL_SETTING, registrySync.checkUrl)
   return {
     registrationTokens,
     satellites,
@@ -160,6 +183,10 @@ export async function createServices(database: Database, { config, clock, log, l
     categoryService: new CategoryService({ database, categories, audit, clock }),
     serverService,
     versionService: new VersionService({ database, servers, versions: serverVersionsRepository(database), serverService, audit, clock }),
+    registryImporter,
+    registrySync,
+    registrySyncSchedule: new RegistrySyncSchedule({ sync: registrySync, settings, state: syncState, clock, log, everyMs: registrySyncCheckMs }),
+    serverJsonExporter: new ServerJsonExporter({ serverService, versions: serverVersionsRepository(database), publicUrl: config.publicUrl }),
     database, settings, mail, users, teams, auditEvents, audit, passwords, sessions, accounts, emailFlows, limits,
     administration: new UserAdministration({ database, users, teamService, audit, clock }),
     teamService,

@@ -3,6 +3,7 @@ CREATE TABLE "registry_sync_state" (
 	"lock_token" text,
 	"locked_until" timestamp with time zone,
 	"next_since" text,
+	"upstream_url" text,
 	"last_synced_at" timestamp with time zone
 );
 --> statement-breakpoint

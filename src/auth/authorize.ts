@@ -39,6 +39,9 @@ function oauthChallenges(services: Services): BearerChallenges {
  */
 export function authorize(request: FastifyRequest, reply: FastifyReply, routePolicy: RoutePolicy, services: Services): AppError | Promise<Caller | null> {
   if (routePolicy.kind === 'public') return Promise.resolve(null)
+  if (routePolicy.kind === 'dual' && routePolicy.publicWhen !== undefined && presentsNothing(request)) {
+    return openToAnonymous(services, routePolicy.publicWhen).then((open) => (open ? null : fail(oauthChallenges(services).missing)))
+  }
   const identified = identify(request, routePolicy, services)
   if (identified instanceof AppError) return identified
   return identified.then((caller) => admit(request, reply, routePolicy, services, caller))
@@ -77,6 +80,20 @@ async function admit(request: FastifyRequest, reply: FastifyReply, routePolicy: 
     await authorizeTeam(request, caller, routePolicy.teamPermission, services)
   }
   return caller
+}
+
+/** No Authorization header and no session cookie: an anonymous caller (anything presented is checked). */
+const presentsNothing = (request: FastifyRequest): boolean =>
+  request.headers.authorization === undefined && presentedSession(request).kind === 'none'
+
+/**
+ * Whether the boolean setting that opens a dual route is on. The settings service serves it from
+ * its cache (revalidated every few seconds), so an anonymous read costs no query most of the time;
+ * a key that is not a boolean setting (a plugin's that is gone) keeps the route closed.
+ */
+async function openToAnonymous(services: Services, key: string): Promise<boolean> {
+  if (services.settings.definition(key)?.type !== 'boolean') return false
+  return (await services.settings.value(key)) === true
 }
 
 /** A credential check's answer: the caller, or the refusal (thrown inside the promise chain). */

@@ -1,3 +1,4 @@
+import type { CoreSettingKey, CoreSettings } from '../modules/settings/definitions.js'
 import { isPermission, isTeamPermission, type Permission, type TeamPermission } from './permissions.js'
 
 /**
@@ -16,6 +17,18 @@ interface Requirements {
   teamPermission?: TeamPermission
 }
 
+/** The core's boolean settings, and a plugin's (`plugin.<id>.<key>`), checked at run time. */
+export type BooleanSettingKey = { [K in CoreSettingKey]: CoreSettings[K]['type'] extends 'boolean' ? K : never }[CoreSettingKey] | `plugin.${string}`
+
+interface DualOptions extends Requirements {
+  /**
+   * A boolean setting that opens the route to anonymous callers while it is true (the
+   * sub-registry API when the operator makes it public). A caller who presents a credential is
+   * still identified and checked as usual, so a bad one is refused (401) even then.
+   */
+  publicWhen?: BooleanSettingKey
+}
+
 interface SatelliteOptions {
   orAdminSession?: boolean
   self?: string
@@ -24,7 +37,7 @@ interface SatelliteOptions {
 export type RoutePolicy =
   | { kind: 'public' }
   | ({ kind: 'session' } & Requirements)
-  | ({ kind: 'dual'; scope: Scope } & Requirements)
+  | ({ kind: 'dual'; scope: Scope } & DualOptions)
   /** An OAuth access token only (a session cookie is refused), e.g. /api/oauth2/userinfo. */
   | { kind: 'bearer'; scope: Scope }
   /**
@@ -39,7 +52,7 @@ export type RoutePolicy =
 export const policy = {
   public: (): RoutePolicy => ({ kind: 'public' }),
   session: (requirements: Requirements = {}): RoutePolicy => ({ kind: 'session', ...requirements }),
-  dual: (scope: Scope, requirements: Requirements = {}): RoutePolicy => ({ kind: 'dual', scope, ...requirements }),
+  dual: (scope: Scope, options: DualOptions = {}): RoutePolicy => ({ kind: 'dual', scope, ...options }),
   bearer: (scope: Scope): RoutePolicy => ({ kind: 'bearer', scope }),
   satellite: (options: SatelliteOptions = {}): RoutePolicy => ({ kind: 'satellite', ...options }),
   registrationToken: (): RoutePolicy => ({ kind: 'registration_token' }),
@@ -54,7 +67,8 @@ export function openApiSecurity(routePolicy: RoutePolicy): Array<Record<string, 
     case 'session':
       return [{ cookieAuth: [] }]
     case 'dual':
-      return [{ cookieAuth: [] }, { bearerAuth: [routePolicy.scope] }]
+      // The empty requirement: no credential at all, while the route's setting admits anonymous callers.
+      return [{ cookieAuth: [] }, { bearerAuth: [routePolicy.scope] }, ...(routePolicy.publicWhen === undefined ? [] : [{}])]
     case 'bearer':
       return [{ bearerAuth: [routePolicy.scope] }]
     case 'satellite':
@@ -75,8 +89,9 @@ const KINDS = new Set(['public', 'session', 'dual', 'bearer', 'satellite', 'regi
  */
 export function isRoutePolicy(value: unknown): value is RoutePolicy {
   if (typeof value !== 'object' || value === null) return false
-  const { kind, scope, permission, teamPermission } = value as Record<string, unknown>
+  const { kind, scope, permission, teamPermission, publicWhen } = value as Record<string, unknown>
   if (typeof kind !== 'string' || !KINDS.has(kind)) return false
+  if (publicWhen !== undefined && (kind !== 'dual' || typeof publicWhen !== 'string' || publicWhen.length === 0)) return false
   if ((kind === 'dual' || kind === 'bearer') !== (scope !== undefined)) return false
   if (scope !== undefined && !(SCOPES as readonly unknown[]).includes(scope)) return false
   if (permission !== undefined && !isPermission(permission)) return false

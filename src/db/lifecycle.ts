@@ -93,6 +93,7 @@ export class DatabaseLifecycle {
 
   async close(): Promise<void> {
     clearInterval(this.purgeTimer)
+    this.services?.registrySyncSchedule.stop()
     const services = this.services
     this.services = null
     await services?.database.close()
@@ -148,6 +149,7 @@ export class DatabaseLifecycle {
       const purge = () => services.purgeExpired().catch((error: unknown) => this.log.warn({ err: error }, 'purging expired credentials failed'))
       void purge()
       this.purgeTimer = setInterval(purge, PURGE_EVERY_MS).unref()
+      services.registrySyncSchedule.start()
     } catch (error) {
       await database.close().catch(() => {})
       throw error

@@ -12,7 +12,7 @@ import { setRouteDefaults } from './route-guard.js'
 import type { PluginHost } from '../plugin-host/host.js'
 
 /** API contract version, independent of the package version. */
-export const API_VERSION = '0.21.0'
+export const API_VERSION = '0.22.0'
 
 /** The document is generated from the route schemas; nothing is written by hand. */
 export async function registerOpenApi(app: FastifyInstance, config: Config, plugins: PluginHost): Promise<void> {

@@ -1,6 +1,6 @@
 import { lookup } from 'node:dns/promises'
-import type { IncomingHttpHeaders } from 'node:http'
-import { request } from 'node:https'
+import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage } from 'node:http'
+import { request as httpsRequest } from 'node:https'
 import { isIP, type LookupFunction } from 'node:net'
 import { rootCertificates } from 'node:tls'
 import { specialUseKind } from './special-use-addresses.js'
@@ -12,7 +12,7 @@ export const OUTBOUND_MAX_BYTES = 64 * 1024
 export interface OutboundOptions {
   /**
    * `host` or `host:port` entries (lower case, IPv6 in brackets) whose addresses are not checked:
-   * OUTBOUND_ALLOWED_HOSTS, for documents served inside the operator's own network.
+   * OUTBOUND_ALLOWED_HOSTS, for documents and registries served inside the operator's own network.
    */
   allowedHosts: readonly string[]
   /** CA certificates (PEM) trusted on top of Node's own store; tests pass their self-signed one. */
@@ -36,6 +36,16 @@ export interface OutboundResponse {
   body: Buffer
 }
 
+/** Per request: what `get` and `check` admit beyond the defaults. */
+export interface RequestOptions {
+  /**
+   * Admits plain `http:` for hosts in `allowedHosts` (a registry inside the operator's own network
+   * that has no certificate); every other host stays https only. Off by default: documents that
+   * third parties point to are fetched over https only.
+   */
+  allowHttp?: boolean
+}
+
 export type OutboundFailure = 'not_https' | 'refused_address' | 'unresolvable' | 'timeout' | 'too_large' | 'network'
 
 /** Why an outbound request was not made or did not finish; the message is fit for the client. */
@@ -47,12 +57,13 @@ export class OutboundError extends Error {
 }
 
 /**
- * GET over https to URLs that third parties choose, safe against server-side request forgery:
- * the host name is resolved once, every address it resolves to must be public (see
- * special-use-addresses.ts) unless the host is in `allowedHosts`, and the connection goes to the
- * address that was checked — the socket's own lookup answers it — so a second DNS answer cannot
- * point elsewhere (DNS rebinding). Redirects are never followed; the answer's status is returned.
- * One fresh connection per request (no pooled socket reaches an address checked for another host).
+ * GET over https (plain http too for allowed hosts, when the caller asks) to URLs that third
+ * parties choose, safe against server-side request forgery: the host name is resolved once,
+ * every address it resolves to must be public (see special-use-addresses.ts) unless the host is
+ * in `allowedHosts`, and the connection goes to the address that was checked — the socket's own
+ * lookup answers it — so a second DNS answer cannot point elsewhere (DNS rebinding). Redirects
+ * are never followed; the answer's status is returned. One fresh connection per request (no
+ * pooled socket reaches an address checked for another host).
  */
 export class OutboundFetch {
   private readonly timeoutMs: number
@@ -70,18 +81,55 @@ export class OutboundFetch {
     this.allowed = new Set(options.allowedHosts)
   }
 
-  async get(url: URL, headers: Record<string, string> = {}): Promise<OutboundResponse> {
-    if (url.protocol !== 'https:') throw new OutboundError('not_https', 'only https URLs are fetched')
+  async get(url: URL, headers: Record<string, string> = {}, options: RequestOptions = {}): Promise<OutboundResponse> {
+    this.checkScheme(url, options)
+    return this.withinTimeout(async (signal, timedOut) => {
+      const target = await Promise.race([this.resolve(url), timedOut])
+      return Promise.race([this.fetch(url, target, headers, signal), timedOut])
+    })
+  }
+
+  /**
+   * What `get` checks before it connects — the scheme, the allowed hosts, every address the host
+   * resolves to — without connecting: a URL an operator saves for later is refused at once, with
+   * the reason `get` would give. Throws that OutboundError; resolves when `get` would connect.
+   */
+  async check(url: URL, options: RequestOptions = {}): Promise<void> {
+    this.checkScheme(url, options)
+    await this.withinTimeout(async (_signal, timedOut) => {
+      await Promise.race([this.resolve(url), timedOut])
+    })
+  }
+
+  /**
+   * Whether the URL's host is in `allowedHosts`: as the URL parser writes it (lower case, IPv6 in
+   * brackets), alone (every port) or with the URL's port (the scheme's default when none is written).
+   */
+  isAllowedHost(url: URL): boolean {
+    const port = url.port !== '' ? url.port : url.protocol === 'http:' ? '80' : '443'
+    return this.allowed.has(url.hostname) || this.allowed.has(`${url.hostname}:${port}`)
+  }
+
+  private checkScheme(url: URL, { allowHttp = false }: RequestOptions): void {
+    if (url.protocol === 'https:') return
+    if (url.protocol === 'http:' && allowHttp) {
+      if (this.isAllowedHost(url)) return
+      throw new OutboundError('not_https', 'plain http is used only for hosts in OUTBOUND_ALLOWED_HOSTS; any other host must be reached over https')
+    }
+    throw new OutboundError('not_https', 'only https URLs are fetched')
+  }
+
+  /** Runs `work` with the whole-request deadline: `timedOut` rejects, and `signal` aborts, when it passes. */
+  private async withinTimeout<T>(work: (signal: AbortSignal, timedOut: Promise<never>) => Promise<T>): Promise<T> {
     const controller = new AbortController()
     const timer = setTimeout(() => controller.abort(), this.timeoutMs)
     const timedOut = new Promise<never>((_resolve, reject) => {
       controller.signal.addEventListener('abort', () => reject(new OutboundError('timeout', `no complete answer within ${this.timeoutMs / 1000} seconds`)))
     })
-    // A rejection nobody awaits yet (the race below settled first) is not an error.
+    // A rejection nobody awaits yet (the race settled first) is not an error.
     timedOut.catch(() => {})
     try {
-      const target = await Promise.race([this.resolve(url), timedOut])
-      return await Promise.race([this.fetch(url, target, headers, controller.signal), timedOut])
+      return await work(controller.signal, timedOut)
     } finally {
       clearTimeout(timer)
     }
@@ -90,8 +138,7 @@ export class OutboundFetch {
   /** The address to connect to, checked. */
   private async resolve(url: URL): Promise<ResolvedAddress> {
     const host = url.hostname.replace(/^\[(.*)\]$/, '$1')
-    const port = url.port === '' ? '443' : url.port
-    const allowed = this.allowed.has(url.hostname) || this.allowed.has(`${url.hostname}:${port}`)
+    const allowed = this.isAllowedHost(url)
     let addresses: ResolvedAddress[]
     const literal = isIP(host) !== 0
     if (literal) {
@@ -122,14 +169,8 @@ export class OutboundFetch {
       else callback(null, target.address, target.family)
     }
     return new Promise((resolve, reject) => {
-      const outgoing = request(url, {
-        method: 'GET',
-        headers,
-        agent: false,
-        lookup: pinned,
-        signal,
-        ...(this.ca === undefined ? {} : { ca: this.ca }),
-      }, (response) => {
+      const options = { method: 'GET', headers, agent: false, lookup: pinned, signal }
+      const answered = (response: IncomingMessage) => {
         const status = response.statusCode ?? 0
         if (status !== 200) {
           response.destroy()
@@ -160,14 +201,20 @@ export class OutboundFetch {
         response.on('close', () => {
           if (!response.complete) reject(new OutboundError('network', 'its answer was cut off'))
         })
-      })
+      }
+      // Plain http only gets here for an allowed host whose caller asked for it (checkScheme).
+      const outgoing = url.protocol === 'http:'
+        ? httpRequest(url, options, answered)
+        : httpsRequest(url, { ...options, ...(this.ca === undefined ? {} : { ca: this.ca }) }, answered)
       outgoing.on('error', (error) => reject(networkError(error)))
       outgoing.end()
     })
   }
 
   private tooLarge(): OutboundError {
-    return new OutboundError('too_large', `it is larger than ${Math.floor(this.maxBytes / 1024)} KiB`)
+    const mib = this.maxBytes / (1024 * 1024)
+    const limit = Number.isInteger(mib) ? `${mib} MiB` : `${Math.floor(this.maxBytes / 1024)} KiB`
+    return new OutboundError('too_large', `it is larger than ${limit}`)
   }
 }
 

@@ -27,6 +27,8 @@ export interface ServerBody {
   packages: Array<Record<string, unknown>>
   remotes: Array<{ type: string; url: string }>
   latest_version: string | null
+  registry_name: string | null
+  source: 'manual' | 'registry'
   created_by: string | null
   created_at: string
   updated_at: string

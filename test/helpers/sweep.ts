@@ -85,6 +85,8 @@ export function problemsOf(documented: DocumentedOperation, response: LightMyReq
   const status = response.statusCode
   const contentType = String(response.headers['content-type'] ?? '')
   const oauth = documented.path.startsWith('/api/oauth2/')
+  // The MCP Registry's formats: the sub-registry API and the server.json export answer bare documents on success.
+  const registryFormat = documented.path.startsWith('/api/registry/') || documented.path.endsWith('/server.json')
   if (status >= 500) problems.push('a 5xx answer')
   if (typeof response.headers['x-request-id'] !== 'string' || response.headers['x-request-id'] === '') problems.push('no X-Request-Id')
   let body: unknown
@@ -94,12 +96,13 @@ export function problemsOf(documented: DocumentedOperation, response: LightMyReq
     } catch {
       problems.push('a JSON content type with a body that is not JSON')
     }
-    if (body !== undefined && typeof (body as { success?: unknown })?.success !== 'boolean') problems.push('a JSON answer without a boolean `success`')
+    const bare = registryFormat && status < 400
+    if (body !== undefined && !bare && typeof (body as { success?: unknown })?.success !== 'boolean') problems.push('a JSON answer without a boolean `success`')
   }
   if (status >= 400 && status < 500) {
     if (body !== undefined) {
       const envelope = body as Record<string, unknown>
-      const extra = Object.keys(envelope).filter((key) => !ENVELOPE_KEYS.has(key) && !(oauth && key === 'error_description'))
+      const extra = Object.keys(envelope).filter((key) => !ENVELOPE_KEYS.has(key) && !(oauth && key === 'error_description') && !(registryFormat && key === 'status'))
       if (envelope.success !== false || typeof envelope.error !== 'string' || typeof envelope.code !== 'string' || envelope.code === '' || extra.length > 0) {
         problems.push('a 4xx that is not the error envelope {success:false, error, code}')
       }

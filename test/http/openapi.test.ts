@@ -83,6 +83,8 @@ const SATELLITE_KEY: Security = [{ satelliteKey: [] }]
 const REGISTRATION_TOKEN: Security = [{ registrationToken: [] }]
 const METRICS: Security = [{ metricsToken: [] }, { cookieAuth: [] }]
 const dual = (scope: string): Security => [{ cookieAuth: [] }, { bearerAuth: [scope] }]
+/** Dual, and open to anonymous callers (the empty requirement) while a setting says so. */
+const dualOrPublic = (scope: string): Security => [...dual(scope), {}]
 
 /** Routes whose policy this file knows: the core routes, the example plugin (plugins/notes) and the test routes above. */
 const KNOWN: Record<string, Security> = {
@@ -104,6 +106,12 @@ const KNOWN: Record<string, Security> = {
   'GET /api/mcp/servers/{id}/versions': dual('mcp:read'),
   'POST /api/mcp/servers/{id}/versions': SESSION,
   'PUT /api/mcp/servers/{id}/versions/{versionId}': SESSION,
+  'GET /api/registry/v0.1/servers': dualOrPublic('mcp:read'),
+  'GET /api/registry/v0.1/servers/{serverName}/versions': dualOrPublic('mcp:read'),
+  'GET /api/registry/v0.1/servers/{serverName}/versions/{version}': dualOrPublic('mcp:read'),
+  'GET /api/registry/v0/servers': dualOrPublic('mcp:read'),
+  'GET /api/registry/v0/servers/{serverName}/versions': dualOrPublic('mcp:read'),
+  'GET /api/registry/v0/servers/{serverName}/versions/{version}': dualOrPublic('mcp:read'),
   'GET /api/test/public': PUBLIC,
   'POST /api/test/public': PUBLIC,
   'GET /api/test/session': SESSION,
@@ -210,7 +218,7 @@ describe.each(DIALECTS)('OpenAPI contract on %s', (dialect) => {
 
   it('describes the API: OpenAPI 3.0.0, contract version, one server at PUBLIC_URL, both security schemes', () => {
     expect(document.openapi).toBe('3.0.0')
-    expect(document.info.version).toBe('0.21.0')
+    expect(document.info.version).toBe('0.22.0')
     expect(document.info.title).toEqual(expect.stringMatching(/\S/))
     expect(document.servers).toHaveLength(1)
     expect(document.servers?.[0]?.url).toBe(subject.config.publicUrl)
@@ -254,7 +262,9 @@ describe.each(DIALECTS)('OpenAPI contract on %s', (dialect) => {
       // The Prometheus scrape target answers in Prometheus's own text format, and must say so.
       const exposition = name === 'GET /api/metrics' && success.some(([, response]) => Object.keys(response.content ?? {}).some((type) => type.startsWith('text/plain; version=0.0.4')))
       if (jsonSuccess.length === 0 && !redirectOnly && !exposition) fail('no 2xx response with a JSON schema')
-      for (const schema of jsonSuccess) {
+      // The MCP Registry's formats (the sub-registry API, the server.json export) answer bare documents on success.
+      const registryFormat = name.includes(' /api/registry/') || name.endsWith('/server.json')
+      for (const schema of registryFormat ? [] : jsonSuccess) {
         // Every JSON answer carries `success`.
         if (schema.properties?.success === undefined || !schema.required?.includes('success')) fail('a 2xx schema lacks `success`')
       }
@@ -290,7 +300,9 @@ describe.each(DIALECTS)('OpenAPI contract on %s', (dialect) => {
     const documented: Record<string, Security | undefined> = {}
     const enforced: Record<string, Security | string> = {}
     for (const [name, operation] of operations(document)) {
-      documented[name] = operation.security
+      // The empty requirement (anonymous callers while a setting allows them, off here) is left
+      // to the KNOWN list above and to the route's own tests.
+      documented[name] = operation.security?.filter((requirement) => Object.keys(requirement).length > 0)
       const [method, path] = name.split(' ') as [string, string]
       // Malformed JSON: a public route refuses it at parsing, before any handler runs.
       const hasBody = method !== 'GET' && method !== 'HEAD'

@@ -1,3 +1,5 @@
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { OUTBOUND_MAX_BYTES, OUTBOUND_TIMEOUT_MS, OutboundError, OutboundFetch, type OutboundOptions, type ResolvedAddress } from '../../src/lib/outbound-fetch.js'
 import { startDocumentServer, type DocumentServer } from '../helpers/document-server.js'
@@ -60,6 +62,39 @@ describe('OutboundFetch', () => {
     expect((await refusal(fetcher().get(new URL(`http://127.0.0.1:${server.port}/hello`)))).reason).toBe('not_https')
   })
 
+  it('plain http only when the caller allows it, and then only for an allowed host (its port too when the entry names one)', async () => {
+    const plain = createServer((_request, response) => response.end('{"plain":true}'))
+    await new Promise<void>((resolve) => plain.listen(0, '127.0.0.1', resolve))
+    try {
+      const port = (plain.address() as AddressInfo).port
+      const url = new URL(`http://127.0.0.1:${port}/`)
+      expect((await fetcher({ allowedHosts: [`127.0.0.1:${port}`] }).get(url, {}, { allowHttp: true })).body.toString()).toBe('{"plain":true}')
+      expect((await fetcher({ allowedHosts: ['127.0.0.1'] }).get(url, {}, { allowHttp: true })).status).toBe(200)
+      // The default stays https only, for allowed hosts too.
+      expect((await refusal(fetcher({ allowedHosts: ['127.0.0.1'] }).get(url))).message).toBe('only https URLs are fetched')
+      const otherPort = await refusal(fetcher({ allowedHosts: [`127.0.0.1:${port + 1}`] }).get(url, {}, { allowHttp: true }))
+      expect(otherPort).toMatchObject({ reason: 'not_https', message: expect.stringMatching(/only for hosts in OUTBOUND_ALLOWED_HOSTS/) })
+      // Port 80 is what an http URL without a port reaches: `host:443` does not admit it.
+      expect((await refusal(fetcher({ allowedHosts: ['example.com:443'] }).get(new URL('http://example.com/'), {}, { allowHttp: true }))).reason).toBe('not_https')
+    } finally {
+      await new Promise<void>((resolve) => plain.close(() => resolve()))
+    }
+  })
+
+  it('check: the scheme, the allowed hosts and the DNS answer, without connecting', async () => {
+    const before = server.requests.length
+    const publicName = async (): Promise<ResolvedAddress[]> => [{ address: '93.184.216.34', family: 4 }]
+    await expect(fetcher({ resolveHost: publicName }).check(new URL('https://registry.test/'))).resolves.toBeUndefined()
+    const privateName = async (): Promise<ResolvedAddress[]> => [{ address: '10.1.2.3', family: 4 }]
+    expect((await refusal(fetcher({ resolveHost: privateName }).check(new URL('https://registry.test/')))).message).toMatch(/resolves to a non-public address \(private\)/)
+    expect((await refusal(fetcher().check(new URL('http://10.0.0.1/'), { allowHttp: true }))).reason).toBe('not_https')
+    expect((await refusal(fetcher().check(new URL('https://10.0.0.1/')))).message).toMatch(/is a non-public address \(private\)/)
+    await expect(fetcher({ allowedHosts: ['10.0.0.1'] }).check(new URL('http://10.0.0.1/'), { allowHttp: true })).resolves.toBeUndefined()
+    const nowhere = async (): Promise<ResolvedAddress[]> => []
+    expect((await refusal(fetcher({ resolveHost: nowhere }).check(new URL('https://nowhere.test/')))).reason).toBe('unresolvable')
+    expect(server.requests.length).toBe(before)
+  })
+
   it('a name that does not resolve', async () => {
     const resolveHost = async (): Promise<ResolvedAddress[]> => {
       throw Object.assign(new Error('not found'), { code: 'ENOTFOUND' })
@@ -71,6 +106,12 @@ describe('OutboundFetch', () => {
     const resolveHost = () => new Promise<ResolvedAddress[]>((resolve) => setTimeout(() => resolve([{ address: '127.0.0.1', family: 4 }]), 1000))
     const error = await refusal(fetcher({ resolveHost, timeoutMs: 200, allowedHosts: ['documents.test'] }).get(new URL(`https://documents.test:${server.port}/hello`)))
     expect(error.reason).toBe('timeout')
+  })
+
+  it('a limit of whole mebibytes is named in MiB', async () => {
+    server.serve('/bigger', { headers: { 'content-type': 'application/json' }, body: 'x'.repeat(1024 * 1024 + 1) })
+    const error = await refusal(fetcher({ allowedHosts: ['127.0.0.1'], maxBytes: 1024 * 1024 }).get(new URL(`${server.origin}/bigger`)))
+    expect(error).toMatchObject({ reason: 'too_large', message: 'it is larger than 1 MiB' })
   })
 
   it('maxBytes: the body is cut off past it; a status other than 200 comes back without its body', async () => {

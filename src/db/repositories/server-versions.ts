@@ -5,6 +5,8 @@ import type { Page } from './servers.js'
 
 export type VersionRow = Database['t']['mcpServerVersions']['$inferSelect']
 export type VersionPatch = Partial<Pick<VersionRow, 'status' | 'changelog' | 'releaseDate'>>
+/** What an import refreshes on a version it has already: the stored document and what follows from it. */
+export type ImportedVersionPatch = Pick<VersionRow, 'serverJson' | 'packages' | 'remotes' | 'status'>
 
 export type ServerVersionsRepository = ReturnType<typeof serverVersionsRepository>
 
@@ -32,6 +34,18 @@ export function serverVersionsRepository(database: Database, executor: Db = data
       return row
     },
 
+    /** The version of equal semver precedence (build metadata ignored), as the unique index compares them. */
+    async findByPrecedence(serverId: string, precedence: string): Promise<VersionRow | undefined> {
+      const [row] = await db.select().from(v).where(and(eq(v.serverId, serverId), eq(v.precedence, precedence)))
+      return row
+    },
+
+    /** The version marked latest, else the newest by precedence, else undefined (a server without versions). */
+    async latestOrNewest(serverId: string): Promise<VersionRow | undefined> {
+      const [row] = await db.select().from(v).where(eq(v.serverId, serverId)).orderBy(desc(v.isLatest), ...newestFirst).limit(1)
+      return row
+    },
+
     /** Null when the server has this version already (equal precedence: build metadata does not count). */
     async insert(row: VersionRow): Promise<VersionRow | null> {
       const [inserted] = await db.insert(v).values(row).onConflictDoNothing().returning()
@@ -39,6 +53,10 @@ export function serverVersionsRepository(database: Database, executor: Db = data
     },
 
     async update(versionId: string, patch: VersionPatch, now: Date): Promise<void> {
+      await db.update(v).set({ ...patch, updatedAt: now }).where(eq(v.id, versionId))
+    },
+
+    async refreshImported(versionId: string, patch: ImportedVersionPatch, now: Date): Promise<void> {
       await db.update(v).set({ ...patch, updatedAt: now }).where(eq(v.id, versionId))
     },
 

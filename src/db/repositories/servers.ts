@@ -73,6 +73,15 @@ export function serversRepository(database: Database, executor: Db = database.db
       return row
     },
 
+    /**
+     * The server imported under this MCP Registry name, whatever its visibility (registry names are
+     * unique). Run in the importing catalogue transaction: it decides whether the document creates a server.
+     */
+    async findByRegistryName(registryName: string): Promise<ServerRow | undefined> {
+      const [row] = await db.select(columns).from(s).where(eq(s.registryName, registryName)).limit(1)
+      return row
+    },
+
     /** Null when the slug is taken (the unique index decides, also between concurrent requests). */
     async insert(server: NewServer): Promise<ServerRow | null> {
       const [row] = await db.insert(s).values({ ...server, latestVersion: null }).onConflictDoNothing({ target: s.slug }).returning(columns)

@@ -13,6 +13,7 @@ export type AuditEventType =
   | 'catalogue.category_created' | 'catalogue.category_updated' | 'catalogue.category_deleted'
   | 'catalogue.server_created' | 'catalogue.server_updated' | 'catalogue.server_deleted'
   | 'catalogue.version_created' | 'catalogue.version_updated'
+  | 'catalogue.servers_imported' | 'catalogue.registry_synced'
   | 'satellite.token_created' | 'satellite.token_revoked' | 'satellite.registered' | 'satellite.disabled'
   | 'satellite.enabled' | 'satellite.deleted'
   | 'plugin.loaded'

@@ -30,7 +30,7 @@ const packageFields = {
   environment_variables: Type.Optional(Type.Array(EnvironmentVariable, { maxItems: 100 })),
 }
 
-const packageOf = <T extends string>(registryType: T, identifier: { pattern: string; maxLength: number; description: string }) =>
+const packageOf = <T extends string>(registryType: T, identifier: { pattern: string; maxLength: number; description: string; format?: string }) =>
   Type.Object({
     registry_type: Type.Literal(registryType),
     identifier: Type.String({ minLength: 1, ...identifier }),
@@ -54,10 +54,25 @@ const imageReference = {
 }
 const DockerPackage = packageOf('docker', imageReference)
 const OciPackage = packageOf('oci', imageReference)
+const NugetPackage = packageOf('nuget', {
+  pattern: '^[A-Za-z0-9_]+(?:[.-][A-Za-z0-9_]+)*$',
+  maxLength: 100,
+  description: 'A NuGet package id, e.g. `Contoso.Mcp.Server`.',
+})
+/** An MCP bundle is downloaded from where its publisher put it: the identifier is that https URL. */
+const McpbPackage = packageOf('mcpb', {
+  pattern: '^[Hh][Tt][Tt][Pp][Ss]://[^\\s/?#@]+[^\\s]*$',
+  maxLength: 2048,
+  format: 'uri',
+  description: 'The https URL of the bundle, e.g. `https://github.com/example/weather/releases/download/v1.0.0/weather.mcpb`.',
+})
 
-const packageVariants = [NpmPackage, PypiPackage, DockerPackage, OciPackage]
+const packageVariants = [NpmPackage, PypiPackage, DockerPackage, OciPackage, NugetPackage, McpbPackage]
 
-export const ServerPackage = Type.Unsafe<Static<typeof NpmPackage> | Static<typeof PypiPackage> | Static<typeof DockerPackage> | Static<typeof OciPackage>>({
+export const ServerPackage = Type.Unsafe<
+  | Static<typeof NpmPackage> | Static<typeof PypiPackage> | Static<typeof DockerPackage>
+  | Static<typeof OciPackage> | Static<typeof NugetPackage> | Static<typeof McpbPackage>
+>({
   oneOf: packageVariants,
   discriminator: { propertyName: 'registry_type' },
   description: 'A package of the server in a package registry; `registry_type` decides the identifier rule.',

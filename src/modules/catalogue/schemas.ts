@@ -108,7 +108,9 @@ export const UpdateServerBody = Type.Object({
 
 /** A package as answered: the request's per-type rules were checked on the way in. */
 const PackageView = Type.Object({
-  registry_type: Type.Union([Type.Literal('npm'), Type.Literal('pypi'), Type.Literal('docker'), Type.Literal('oci')]),
+  registry_type: Type.Union([
+    Type.Literal('npm'), Type.Literal('pypi'), Type.Literal('docker'), Type.Literal('oci'), Type.Literal('nuget'), Type.Literal('mcpb'),
+  ]),
   identifier: Type.String(),
   version: Type.Optional(Type.String()),
   runtime_args: Type.Optional(Type.Array(Type.String())),
@@ -139,6 +141,8 @@ export const ServerView = Type.Object({
   packages: Type.Array(PackageView),
   remotes: Type.Array(ServerRemote),
   latest_version: Nullable(Type.String({ description: 'The version marked is_latest; null while no version is active.' })),
+  registry_name: Nullable(Type.String({ description: 'The server\'s name in the MCP Registry (`namespace/name`), for servers imported from one; null for servers created here.' })),
+  source: Type.Union([Type.Literal('manual'), Type.Literal('registry')], { description: '`manual`: created through this API; `registry`: imported or synced from an MCP Registry.' }),
   created_by: Nullable(Type.String()),
   created_at: Timestamp,
   updated_at: Timestamp,
@@ -147,7 +151,7 @@ export const ServerView = Type.Object({
     ...serverExample,
     id: '019a6e1d-02b4-7a11-8c3e-5d7f9a1b3c5e', slug: 'postgresql-mcp-server', long_description: null, status: 'active', featured: true,
     visibility: 'global', owner_team_id: null, website_url: null, icon_url: null, author_name: 'Example Labs', organization: 'example',
-    latest_version: '1.4.0', created_by: '019a6e1a-77c0-7d2e-a4f6-0b2d4f6a8c0e', created_at: '2026-11-02T10:00:00.000Z', updated_at: '2026-11-20T16:45:00.000Z',
+    latest_version: '1.4.0', registry_name: null, source: 'manual', created_by: '019a6e1a-77c0-7d2e-a4f6-0b2d4f6a8c0e', created_at: '2026-11-02T10:00:00.000Z', updated_at: '2026-11-20T16:45:00.000Z',
   }],
 })
 

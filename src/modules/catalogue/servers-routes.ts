@@ -90,7 +90,7 @@ export const serverRoutes: FastifyPluginAsyncTypebox = async (app) => {
       tags, summary: 'Create a global server (visible to everyone)',
       description: [
         'Without `slug`, one is derived from the name and made unique (`name`, `name-2`, …); an explicit slug that is taken → 409 SLUG_TAKEN.',
-        'URLs must be http or https. Packages follow their registry type (npm, pypi, docker, oci); tags are normalized, at most 20.',
+        'URLs must be http or https. Packages follow their registry type (npm, pypi, docker, oci, nuget, mcpb); tags are normalized, at most 20.',
       ].join(' '),
       body: CreateServerBody, response: { 201: ServerEnvelope },
     },

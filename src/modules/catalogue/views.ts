@@ -41,6 +41,8 @@ export function serverView(server: ServerRow) {
     packages: server.packages,
     remotes: server.remotes,
     latest_version: server.latestVersion,
+    registry_name: server.registryName,
+    source: server.source,
     created_by: server.createdBy,
     created_at: server.createdAt.toISOString(),
     updated_at: server.updatedAt.toISOString(),

@@ -1,10 +1,15 @@
 import type { ServerRow } from '../../db/repositories/server-filters.js'
 import type { VersionRow } from '../../db/repositories/server-versions.js'
-import type { ServerPackage, ServerRemote } from '../catalogue/entries.js'
+import { storableText } from '../../http/validation.js'
+import { HttpUrl, normalizePackages, ServerPackage as PackageSchema, ServerRemote as RemoteSchema, type ServerPackage, type ServerRemote } from '../catalogue/entries.js'
+import { parseVersion } from '../catalogue/semver-key.js'
+import { checker, detailProblems, fieldOf, type DocumentProblem } from './server-json-rules.js'
+import { isOlderShape, seedReleaseDate, upConverted } from './server-json-shapes.js'
 
 /**
- * The MCP Registry's `server.json` format, revision 2025-12-11, read and written by this service.
- * STUB: signatures agreed between the modules; the implementation is being written.
+ * The MCP Registry's `server.json` format, revision 2025-12-11, read and written by this service:
+ * which documents an import body holds, each document checked (older shapes up-converted first),
+ * what a valid document becomes in the catalogue, and the document a catalogue server exports.
  */
 
 export const SERVER_SCHEMA_URL = 'https://static.modelcontextprotocol.io/schemas/2025-12-11/server.schema.json'
@@ -52,11 +57,7 @@ export interface ServerJson {
 /** The lifecycle status the registry gives a version. */
 export type RegistryStatus = 'active' | 'deprecated' | 'deleted'
 
-export interface DocumentProblem {
-  /** Where in the document, as a JSON path from its root (`packages[0].transport.url`); `(document)` for the whole. */
-  field: string
-  message: string
-}
+export type { DocumentProblem } from './server-json-rules.js'
 
 /** One document of an import body, with the registry's `_meta` when it came as a list item. */
 export interface IncomingDocument {
@@ -69,22 +70,138 @@ export type ReadDocument =
       ok: true
       /** Up-converted from the older snake_case shapes when it came in one; `$schema` set to SERVER_SCHEMA_URL. */
       document: ServerJson
-      /** From the item's official `_meta`, else the document's own (2025-07 shape) `status`, else active. */
+      /**
+       * From the item's official `_meta` (else the same key in the document's own `_meta`), else
+       * the document's own (2025-07 shape) `status`, else active.
+       */
       status: RegistryStatus
-      /** The official `_meta`'s publishedAt / updatedAt, when given. */
+      /** The official `_meta`'s publishedAt / updatedAt, when given (publishedAt: else the seed shape's release date). */
       publishedAt: Date | null
       updatedAt: Date | null
     }
   | { ok: false; name: string | null; problems: DocumentProblem[] }
 
-/** The documents of an import body: one document, an array of them, or a registry list answer. */
-export function documentsOf(_body: unknown): IncomingDocument[] {
-  throw new Error('not implemented')
+type Json = Record<string, unknown>
+
+const isObject = (value: unknown): value is Json => value !== null && typeof value === 'object' && !Array.isArray(value)
+
+/** A list item (`{server, _meta}`) is unwrapped; anything else is a document as it stands. */
+function incomingOf(item: unknown): IncomingDocument {
+  if (isObject(item) && isObject(item.server) && !('name' in item)) return { document: item.server, meta: item._meta }
+  return { document: item }
 }
 
-/** Checks one document against the 2025-12-11 rules, after up-converting the two older shapes. */
-export function readServerJson(_incoming: IncomingDocument): ReadDocument {
-  throw new Error('not implemented')
+/**
+ * The documents of an import body: one document, an array of them, or a registry list answer
+ * (`{servers: [{server, _meta}], metadata}`; the older list answers' bare documents too). Empty
+ * for a body that is neither an object nor an array.
+ */
+export function documentsOf(body: unknown): IncomingDocument[] {
+  if (Array.isArray(body)) return body.map(incomingOf)
+  if (!isObject(body)) return []
+  if (Array.isArray(body.servers)) return body.servers.map(incomingOf)
+  return [incomingOf(body)]
+}
+
+/**
+ * Checks one document against the 2025-12-11 rules, after up-converting the two older shapes.
+ * A valid document comes back canonical: the members the format defines, the publisher's `_meta`
+ * without the registry-managed key, and `$schema` naming the 2025-12-11 revision.
+ */
+export function readServerJson(incoming: IncomingDocument): ReadDocument {
+  const given = incoming.document
+  if (!isObject(given)) return { ok: false, name: null, problems: [{ field: '(document)', message: 'must be a JSON object (a server.json document)' }] }
+  const older = isOlderShape(given)
+  const document = older ? upConverted(given) : given
+  const name = typeof document.name === 'string' && storableText(document.name) ? document.name : null
+  // What no database can store (PostgreSQL's JSON refuses NUL), refused before anything else.
+  const unstorable = unstorableProblem(document, [], 0)
+  if (unstorable !== null) return { ok: false, name, problems: [unstorable] }
+  const problems = detailProblems(document)
+  if (problems.length > 0) return { ok: false, name, problems }
+  const official = officialOf(incoming.meta) ?? officialOf(document._meta)
+  return {
+    ok: true,
+    document: canonical(document),
+    status: statusOf(official?.status) ?? statusOf(document.status) ?? 'active',
+    publishedAt: dateOf(official?.publishedAt ?? official?.published_at) ?? (older ? seedReleaseDate(given) : null),
+    updatedAt: dateOf(official?.updatedAt ?? official?.updated_at),
+  }
+}
+
+/** Deeper than this, a document is refused (the format itself nests a handful of levels). */
+const MAX_DEPTH = 32
+
+/** The first string or key a database cannot store, or a nesting too deep to walk, or null. */
+function unstorableProblem(value: unknown, path: Array<string | number>, depth: number): DocumentProblem | null {
+  if (typeof value === 'string') return storableText(value) ? null : { field: fieldOf(path), message: 'must not contain NUL characters or unpaired surrogates' }
+  if (value === null || typeof value !== 'object') return null
+  if (depth >= MAX_DEPTH) return { field: fieldOf(path), message: `is nested too deeply (more than ${MAX_DEPTH} levels)` }
+  const entries: Array<[string | number, unknown]> = Array.isArray(value) ? value.map((each, index) => [index, each]) : Object.entries(value)
+  for (const [key, each] of entries) {
+    if (typeof key === 'string' && !storableText(key)) return { field: fieldOf([...path, key]), message: 'must not contain NUL characters or unpaired surrogates' }
+    const found = unstorableProblem(each, [...path, key], depth + 1)
+    if (found !== null) return found
+  }
+  return null
+}
+
+/** The registry-managed metadata of an item (`_meta` of a list item, or of the document itself). */
+function officialOf(meta: unknown): Json | null {
+  if (!isObject(meta)) return null
+  const official = meta[OFFICIAL_META]
+  return isObject(official) ? official : null
+}
+
+const statusOf = (value: unknown): RegistryStatus | null => (value === 'active' || value === 'deprecated' || value === 'deleted' ? value : null)
+
+function dateOf(value: unknown): Date | null {
+  if (typeof value !== 'string') return null
+  const date = new Date(value)
+  return Number.isNaN(date.getTime()) ? null : date
+}
+
+/** Copies the named members that are present, in that order. */
+function pick(from: Json, keys: readonly string[], convert: Record<string, (value: unknown) => unknown> = {}): Json {
+  const out: Json = {}
+  for (const key of keys) if (from[key] !== undefined) out[key] = convert[key] === undefined ? from[key] : convert[key]!(from[key])
+  return out
+}
+
+const INPUT_KEYS = ['type', 'name', 'valueHint', 'description', 'isRequired', 'isSecret', 'isRepeated', 'format', 'value', 'default', 'placeholder', 'choices', 'variables'] as const
+
+function canonicalInput(value: unknown): RegistryInput {
+  return pick(value as Json, INPUT_KEYS, { variables: canonicalVariables })
+}
+const canonicalInputs = (value: unknown) => (value as unknown[]).map(canonicalInput)
+const canonicalVariables = (value: unknown) => Object.fromEntries(Object.entries(value as Json).map(([key, each]) => [key, canonicalInput(each)]))
+
+const canonicalTransport = (value: unknown) => pick(value as Json, ['type', 'url', 'headers'], { headers: canonicalInputs })
+
+const canonicalPackage = (value: unknown) => pick(value as Json, [
+  'registryType', 'registryBaseUrl', 'identifier', 'version', 'fileSha256', 'runtimeHint', 'transport',
+  'runtimeArguments', 'packageArguments', 'environmentVariables',
+], { transport: canonicalTransport, runtimeArguments: canonicalInputs, packageArguments: canonicalInputs, environmentVariables: canonicalInputs })
+
+const canonicalRemote = (value: unknown) => pick(value as Json, ['type', 'url', 'headers', 'variables'], { headers: canonicalInputs, variables: canonicalVariables })
+
+/** The publisher's `_meta` without the key the registry manages; none when nothing is left. */
+function publisherMeta(meta: unknown): Json | undefined {
+  if (!isObject(meta)) return undefined
+  const { [OFFICIAL_META]: _official, ...rest } = meta
+  return Object.keys(rest).length === 0 ? undefined : structuredClone(rest)
+}
+
+/** A valid document with only the members the format defines (plus the publisher's `_meta`). */
+function canonical(document: Json): ServerJson {
+  const out = pick(document, ['name', 'title', 'description', 'version', 'websiteUrl', 'repository', 'icons', 'packages', 'remotes'], {
+    repository: (value) => pick(value as Json, ['url', 'source', 'id', 'subfolder']),
+    icons: (value) => (value as Json[]).map((icon) => pick(icon, ['src', 'mimeType', 'sizes', 'theme'])),
+    packages: (value) => (value as unknown[]).map(canonicalPackage),
+    remotes: (value) => (value as unknown[]).map(canonicalRemote),
+  })
+  const meta = publisherMeta(document._meta)
+  return structuredClone({ $schema: SERVER_SCHEMA_URL, ...out, ...(meta === undefined ? {} : { _meta: meta }) }) as unknown as ServerJson
 }
 
 /** What a valid document becomes in the catalogue. */
@@ -110,14 +227,147 @@ export interface CatalogueEntry {
   document: ServerJson
 }
 
-/** Maps a valid document onto the catalogue, or says why the catalogue cannot hold it. */
-export function catalogueEntryOf(_read: Extract<ReadDocument, { ok: true }>): { ok: true; entry: CatalogueEntry } | { ok: false; problems: DocumentProblem[] } {
-  throw new Error('not implemented')
+/** The registry types a document's packages may have here (the catalogue's `docker` is `oci` in the format). */
+export const IMPORTED_PACKAGE_TYPES = ['npm', 'pypi', 'oci', 'nuget', 'mcpb'] as const
+
+/** The catalogue's maximum of packages and of remotes on a server. */
+const MAX_ENTRIES = 20
+
+const checkPackage = checker(PackageSchema)
+const checkRemote = checker(RemoteSchema)
+const checkHttpUrl = checker(HttpUrl)
+
+/** `url` when the catalogue can hold it as a link (http or https), else null. */
+const httpUrlOrNull = (url: string | undefined): string | null =>
+  url !== undefined && checkHttpUrl(url, fieldOf).length === 0 ? url : null
+
+const TRANSPORTS = { stdio: 'stdio', 'streamable-http': 'http', sse: 'sse' } as const
+
+const VERSION_STATUS = { active: 'active', deprecated: 'deprecated', deleted: 'yanked' } as const
+
+/**
+ * Maps a valid document onto the catalogue, or says why the catalogue cannot hold it: a package
+ * type it does not hold, an identifier or environment variable its own rules refuse (the same
+ * rules as for servers created by hand), a version that is not a semantic version (versions are
+ * ordered by semver precedence).
+ */
+export function catalogueEntryOf(read: Extract<ReadDocument, { ok: true }>): { ok: true; entry: CatalogueEntry } | { ok: false; problems: DocumentProblem[] } {
+  const { document } = read
+  const problems: DocumentProblem[] = []
+  const parsed = parseVersion(document.version)
+  if (parsed === null) {
+    problems.push({ field: 'version', message: `"${document.version.slice(0, 100)}" is not a semantic version (like 1.2.0 or 2.0.0-beta.1); this catalogue orders versions by semantic version precedence` })
+  }
+  const registryPackages = document.packages ?? []
+  if (registryPackages.length > MAX_ENTRIES) problems.push({ field: 'packages', message: `this catalogue holds at most ${MAX_ENTRIES} packages per server` })
+  const packages: ServerPackage[] = []
+  registryPackages.forEach((item, index) => {
+    const mapped = cataloguePackage(item, index)
+    if ('problems' in mapped) problems.push(...mapped.problems)
+    else packages.push(mapped.package)
+  })
+  const remotes: ServerRemote[] = []
+  ;(document.remotes ?? []).forEach((item, index) => {
+    // A URL template (`https://{tenant}.example.com/mcp`) is no URL the catalogue can show or
+    // connect to: such a remote stays in the stored document only.
+    if (item.url.includes('{')) return
+    const remote = { type: item.type, url: item.url }
+    const found = checkRemote(remote, (path) => fieldOf(['remotes', index, ...path]))
+    if (found.length > 0) problems.push(...found)
+    else remotes.push(remote)
+  })
+  if (remotes.length > MAX_ENTRIES) problems.push({ field: 'remotes', message: `this catalogue holds at most ${MAX_ENTRIES} remotes per server` })
+  if (problems.length > 0 || parsed === null) return { ok: false, problems }
+  const lastPart = document.name.slice(document.name.lastIndexOf('/') + 1)
+  const firstTransport = registryPackages[0]?.transport.type ?? document.remotes?.[0]?.type ?? 'stdio'
+  return {
+    ok: true,
+    entry: {
+      registryName: document.name,
+      displayName: document.title !== undefined && /\S/.test(document.title) ? document.title : lastPart,
+      description: document.description,
+      repositoryUrl: httpUrlOrNull(document.repository?.url),
+      websiteUrl: httpUrlOrNull(document.websiteUrl),
+      iconUrl: httpUrlOrNull(document.icons?.[0]?.src),
+      transportType: TRANSPORTS[firstTransport],
+      packages: normalizePackages(packages),
+      remotes,
+      version: {
+        version: document.version,
+        precedence: parsed.key,
+        prerelease: parsed.prerelease,
+        status: VERSION_STATUS[read.status],
+        releaseDate: read.publishedAt,
+      },
+      document,
+    },
+  }
 }
 
-/** PUBLIC_URL's host reversed: `https://platform.example.com` → `com.example.platform`. */
-export function namespaceOf(_publicUrl: string): string {
-  throw new Error('not implemented')
+/** An argument as command-line words: a named one's name then its value; a positional one's value, else `{valueHint}`. */
+function argumentWords(argument: RegistryInput): string[] {
+  const value = typeof argument.value === 'string' ? argument.value : undefined
+  if (argument.type === 'named') return value === undefined ? [String(argument.name)] : [String(argument.name), value]
+  return [value ?? `{${String(argument.valueHint)}}`]
+}
+
+/** One package of the document as a catalogue package, checked by the catalogue's own package rule. */
+function cataloguePackage(item: RegistryPackage, index: number): { package: ServerPackage } | { problems: DocumentProblem[] } {
+  const at = (...path: Array<string | number>) => fieldOf(['packages', index, ...path])
+  if (!(IMPORTED_PACKAGE_TYPES as readonly string[]).includes(item.registryType)) {
+    return { problems: [{ field: at('registryType'), message: `registry type "${item.registryType.slice(0, 50)}" is not one this catalogue holds (${IMPORTED_PACKAGE_TYPES.join(', ')})` }] }
+  }
+  // Which argument each command-line word came from, to name it when the catalogue refuses a word.
+  const words: Array<{ word: string; argument: number }> = []
+  item.runtimeArguments?.forEach((argument, argumentIndex) => {
+    for (const word of argumentWords(argument)) words.push({ word, argument: argumentIndex })
+  })
+  const mapped = {
+    registry_type: item.registryType,
+    identifier: item.identifier,
+    ...(item.version === undefined ? {} : { version: item.version }),
+    ...(item.runtimeArguments === undefined ? {} : { runtime_args: words.map((each) => each.word) }),
+    ...(item.environmentVariables === undefined ? {} : {
+      environment_variables: item.environmentVariables.map((variable) => ({
+        name: variable.name,
+        ...(typeof variable.description === 'string' ? { description: variable.description } : {}),
+        required: variable.isRequired === true,
+        secret: variable.isSecret === true,
+        ...(typeof variable.default === 'string' ? { default: variable.default } : {}),
+      })),
+    }),
+  } as ServerPackage
+  const problems = checkPackage(mapped, (path) => {
+    const [member, position, ...rest] = path
+    if (member === 'runtime_args') return position === undefined ? at('runtimeArguments') : at('runtimeArguments', words[Number(position)]?.argument ?? 0)
+    if (member === 'environment_variables') return at('environmentVariables', ...(position === undefined ? [] : [Number(position), ...rest]))
+    if (member === 'registry_type') return at('registryType')
+    return at(...path)
+  })
+  return problems.length > 0 ? { problems } : { package: mapped }
+}
+
+/** Longest namespace: with a 100-character slug, the name stays under the format's 200. */
+const MAX_NAMESPACE = 90
+
+/**
+ * The namespace of the servers this service created by hand: PUBLIC_URL's host reversed
+ * (`https://platform.example.com` → `com.example.platform`, `localhost` → `localhost`). An IP
+ * address has no domain to reverse: `local.` and its digits joined by dashes (`local.10-0-0-5`).
+ * Always a namespace the name pattern admits (letters, digits, dots, dashes).
+ */
+export function namespaceOf(publicUrl: string): string {
+  let host: string
+  try {
+    host = new URL(publicUrl).hostname.toLowerCase()
+  } catch {
+    return 'localhost'
+  }
+  const dashed = (text: string) => text.replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '')
+  if (host.startsWith('[') || /^\d+(?:\.\d+){3}$/.test(host)) return `local.${dashed(host) || '0'}`
+  const labels = host.split('.').map(dashed).filter((label) => label !== '')
+  if (labels.length === 0) return 'localhost'
+  return labels.reverse().join('.').slice(0, MAX_NAMESPACE).replace(/[.-]+$/, '')
 }
 
 /** The name a server has in exported documents and in the sub-registry API. */
@@ -130,11 +380,114 @@ export function registryNameOf(server: Pick<ServerRow, 'registryName' | 'slug'>,
  * server without versions): the stored document with the catalogue's own fields over it, or one
  * built from the catalogue for servers created by hand. The official schema validates it.
  */
-export function exportDocument(_server: ServerRow, _version: VersionRow | null, _namespace: string): ServerJson {
-  throw new Error('not implemented')
+export function exportDocument(server: ServerRow, version: VersionRow | null, namespace: string): ServerJson {
+  const stored = version?.serverJson
+  return isObject(stored) && typeof stored.name === 'string' ? overlaid(stored as unknown as ServerJson, server) : builtDocument(server, version, namespace)
+}
+
+/** The format's longest description and title. */
+const MAX_TEXT = 100
+
+/** At most 100 characters (code points, as the format counts them), ending in `…` when cut. */
+export function shortened(text: string, max = MAX_TEXT): string {
+  const characters = Array.from(text)
+  return characters.length <= max ? text : `${characters.slice(0, max - 1).join('').trimEnd()}…`
+}
+
+/** The repository's host as the format names it (`github`, `gitlab`, `bitbucket`), else the host itself. */
+export function repositorySource(url: string): string {
+  let host: string
+  try {
+    host = new URL(url).hostname.toLowerCase().replace(/^www\./, '')
+  } catch {
+    return 'unknown'
+  }
+  return host === 'github.com' ? 'github' : host === 'gitlab.com' ? 'gitlab' : host === 'bitbucket.org' ? 'bitbucket' : host
+}
+
+/**
+ * An imported version's stored document with the catalogue's current fields over it: what an
+ * administrator changed here (description, display name, links) is what others see. A link the
+ * catalogue could not hold (not http or https) was never copied, so it stays as published.
+ */
+function overlaid(stored: ServerJson, server: ServerRow): ServerJson {
+  const out = structuredClone(stored)
+  out.$schema = SERVER_SCHEMA_URL
+  const lastPart = out.name.slice(out.name.lastIndexOf('/') + 1)
+  if (/\S/.test(server.description)) out.description = shortened(server.description)
+  if (server.name !== lastPart) out.title = shortened(server.name)
+  else if (out.title !== undefined && out.title !== server.name) delete out.title
+  if (server.websiteUrl !== null) out.websiteUrl = server.websiteUrl
+  else if (httpUrlOrNull(out.websiteUrl) !== null) delete out.websiteUrl
+  if (server.repositoryUrl !== null) {
+    out.repository = out.repository === undefined
+      ? { url: server.repositoryUrl, source: repositorySource(server.repositoryUrl) }
+      : { ...out.repository, url: server.repositoryUrl }
+  } else if (httpUrlOrNull(out.repository?.url) !== null) delete out.repository
+  return out
+}
+
+/** What a client runs a package with, for a package that has runtime arguments. */
+const RUNTIME_HINTS: Partial<Record<string, string>> = { npm: 'npx', pypi: 'uvx', oci: 'docker', nuget: 'dnx' }
+
+/** A document for a server made by hand (or a version without a stored document), from the catalogue. */
+function builtDocument(server: ServerRow, version: VersionRow | null, namespace: string): ServerJson {
+  const name = registryNameOf(server, namespace)
+  const lastPart = name.slice(name.lastIndexOf('/') + 1)
+  const remotes = version?.remotes ?? server.remotes
+  const packages = version?.packages ?? server.packages
+  // A package reached over the network listens where the server's remote of that kind says.
+  const wanted = server.transportType === 'http' ? 'streamable-http' : server.transportType === 'sse' ? 'sse' : null
+  const listening = wanted === null ? undefined : remotes.find((remote) => remote.type === wanted)
+  const transport: RegistryPackage['transport'] = listening === undefined ? { type: 'stdio' } : { type: listening.type, url: listening.url }
+  const document: ServerJson = {
+    $schema: SERVER_SCHEMA_URL,
+    name,
+    ...(server.name !== lastPart ? { title: shortened(server.name) } : {}),
+    description: shortened(/\S/.test(server.description) ? server.description : server.name),
+    version: version?.version ?? '0.0.0',
+  }
+  if (server.websiteUrl !== null) document.websiteUrl = server.websiteUrl
+  if (server.repositoryUrl !== null) document.repository = { url: server.repositoryUrl, source: repositorySource(server.repositoryUrl) }
+  if (server.iconUrl !== null && /^https:\/\//i.test(server.iconUrl) && server.iconUrl.length <= 255) document.icons = [{ src: server.iconUrl }]
+  if (packages.length > 0) document.packages = packages.map((item) => registryPackage(item, transport))
+  if (remotes.length > 0) document.remotes = remotes.map((remote) => ({ type: remote.type, url: remote.url }))
+  return document
+}
+
+function registryPackage(item: ServerPackage, transport: RegistryPackage['transport']): RegistryPackage {
+  const registryType = item.registry_type === 'docker' ? 'oci' : item.registry_type
+  const args = item.runtime_args ?? []
+  const hint = RUNTIME_HINTS[registryType]
+  return {
+    registryType,
+    identifier: item.identifier,
+    // "latest" names no version: the format refuses it, so the package goes without one.
+    ...(item.version === undefined || item.version === 'latest' ? {} : { version: item.version }),
+    ...(args.length > 0 && hint !== undefined ? { runtimeHint: hint } : {}),
+    transport: { ...transport },
+    ...(args.length > 0 ? { runtimeArguments: args.map((value) => ({ type: 'positional', value })) } : {}),
+    ...(item.environment_variables === undefined || item.environment_variables.length === 0 ? {} : {
+      environmentVariables: item.environment_variables.map((variable) => ({
+        name: variable.name,
+        ...(variable.description === undefined || variable.description === '' ? {} : { description: variable.description }),
+        isRequired: variable.required ?? false,
+        isSecret: variable.secret ?? false,
+        ...(variable.default === undefined ? {} : { default: variable.default }),
+      })),
+    }),
+  }
 }
 
 /** The registry-managed `_meta` of a list item for one version. */
-export function itemMeta(_server: ServerRow, _version: VersionRow): Record<string, unknown> {
-  throw new Error('not implemented')
+export function itemMeta(server: ServerRow, version: VersionRow): Record<string, unknown> {
+  const updatedAt = server.updatedAt.getTime() > version.updatedAt.getTime() ? server.updatedAt : version.updatedAt
+  return {
+    [OFFICIAL_META]: {
+      status: version.status === 'yanked' ? 'deleted' : version.status,
+      publishedAt: version.createdAt.toISOString(),
+      updatedAt: updatedAt.toISOString(),
+      isLatest: version.isLatest,
+    },
+  }
 }

@@ -119,12 +119,14 @@ export const catalogueRevision = pgTable('catalogue_revision', {
 /**
  * One row (id 1) for the sync from an upstream registry: the lease that makes one sync run at a
  * time across every instance (taken by a conditional update of `locked_until`), and where the last
- * successful sync stopped (`next_since`, the newest `updatedAt` seen upstream).
+ * successful sync stopped (`next_since`, the newest `updatedAt` seen upstream, in `upstream_url`).
  */
 export const registrySyncState = pgTable('registry_sync_state', {
   id: integer('id').primaryKey(),
   lockToken: text('lock_token'),
   lockedUntil: timestamp('locked_until', { withTimezone: true, mode: 'date' }),
   nextSince: text('next_since'),
+  /** The upstream registry `next_since` belongs to: a position in another registry's list means nothing. */
+  upstreamUrl: text('upstream_url'),
   lastSyncedAt: timestamp('last_synced_at', { withTimezone: true, mode: 'date' }),
 })

@@ -114,12 +114,14 @@ export const catalogueRevision = sqliteTable('catalogue_revision', {
 /**
  * One row (id 1) for the sync from an upstream registry: the lease that makes one sync run at a
  * time across every instance (taken by a conditional update of `locked_until`), and where the last
- * successful sync stopped (`next_since`, the newest `updatedAt` seen upstream).
+ * successful sync stopped (`next_since`, the newest `updatedAt` seen upstream, in `upstream_url`).
  */
 export const registrySyncState = sqliteTable('registry_sync_state', {
   id: integer('id').primaryKey(),
   lockToken: text('lock_token'),
   lockedUntil: integer('locked_until', { mode: 'timestamp_ms' }),
   nextSince: text('next_since'),
+  /** The upstream registry `next_since` belongs to: a position in another registry's list means nothing. */
+  upstreamUrl: text('upstream_url'),
   lastSyncedAt: integer('last_synced_at', { mode: 'timestamp_ms' }),
 })
