@@ -10,5 +10,4 @@ CREATE TABLE `registry_sync_state` (
 ALTER TABLE `mcp_server_versions` ADD `server_json` text;--> statement-breakpoint
 ALTER TABLE `mcp_servers` ADD `registry_name` text;--> statement-breakpoint
 ALTER TABLE `mcp_servers` ADD `source` text DEFAULT 'manual' NOT NULL;--> statement-breakpoint
-CREATE UNIQUE INDEX `mcp_servers_registry_name_unique` ON `mcp_servers` (`registry_name`);--> statement-breakpoint
-INSERT INTO `registry_sync_state` (`id`) VALUES (1);
+CREATE UNIQUE INDEX `mcp_servers_registry_name_unique` ON `mcp_servers` (`registry_name`);

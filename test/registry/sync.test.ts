@@ -169,7 +169,8 @@ describe.each(DIALECTS)('sync from an upstream registry on %s', (dialect) => {
 
   async function setLease(token: string | null, lockedUntil: Date | null): Promise<void> {
     const { db, t } = app.services.database
-    await db.update(t.registrySyncState).set({ lockToken: token, lockedUntil }).where(eq(t.registrySyncState.id, 1))
+    // The row exists once a sync ran on the database; a lease is forced into it either way.
+    await db.insert(t.registrySyncState).values({ id: 1, lockToken: token, lockedUntil }).onConflictDoUpdate({ target: t.registrySyncState.id, set: { lockToken: token, lockedUntil } })
   }
 
   /** name → the server's latest version, for the servers the sync created. */

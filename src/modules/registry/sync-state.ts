@@ -26,7 +26,7 @@ export function syncStateRepository(database: Database, executor: Db = database.
 
     /** Takes the lease until `until` when nobody holds it, or its holder's time has run out; false otherwise. */
     async take(token: string, now: Date, until: Date): Promise<boolean> {
-      // The migration inserts the row; a database restored without it gets it back here.
+      // The row is made by the first run on a database.
       await db.insert(state).values({ id: ROW }).onConflictDoNothing()
       const rows = await db
         .update(state)
