@@ -8,6 +8,7 @@ import { projectRoot } from '../src/paths.js'
 import { createTestDatabase } from '../test/helpers/database.js'
 import { catalogueWorkloads } from './catalogue.js'
 import { againstBare, CONNECTIONS, load, rssMb, SECONDS, start, stop, STARTS, table, type Measurement, type Request, type Started } from './harness.js'
+import { registryLines, registryWorkloads } from './registry.js'
 import { satelliteWorkloads } from './satellites.js'
 
 /**
@@ -22,8 +23,8 @@ import { satelliteWorkloads } from './satellites.js'
  * /api/teams/me/default) against its target ratio to bare, next to the stack's floor for the same
  * answers (bench/floor-server.ts); logins against raw Argon2id; resident
  * memory after a mixed load with a login flood; satellites (bench/satellites.ts); the catalogue
- * (bench/catalogue.ts).
- * `npm run bench -- --hot-path` measures the hot path only.
+ * (bench/catalogue.ts); registry import, the sub-registry walk and list (bench/registry.ts).
+ * `npm run bench -- --hot-path` measures the hot path only; `npm run bench -- --registry` the registry only.
  *   BENCH_SECONDS (default 5)   length of each load run (after a 2 s warm-up that is not reported)
  *   BENCH_CONNECTIONS (10)      concurrent connections
  *   BENCH_STARTS (5)            cold starts per dialect (the median is reported)
@@ -91,6 +92,8 @@ const MIXED_SECONDS = Number(process.env.BENCH_MIXED_SECONDS ?? 60)
 const JSON_OUTPUT = process.argv.includes('--json')
 /** `npm run bench -- --hot-path`: the hot-path table only (a quicker loop while optimising). */
 const HOT_PATH_ONLY = process.argv.includes('--hot-path')
+/** `npm run bench -- --registry`: the registry workloads only. */
+const REGISTRY_ONLY = process.argv.includes('--registry')
 const say = (line = '') => {
   if (!JSON_OUTPUT) console.log(line)
 }
@@ -142,8 +145,8 @@ async function main(): Promise<void> {
     machine: { cpus: cpus().length, node: process.version }, started_as: { env: startEnv, args: server }, seconds: SECONDS, connections: CONNECTIONS, dialects: {},
   }
   try {
-    const rawArgon2 = HOT_PATH_ONLY ? 0 : await argon2Throughput()
-    if (!HOT_PATH_ONLY) {
+    const rawArgon2 = HOT_PATH_ONLY || REGISTRY_ONLY ? 0 : await argon2Throughput()
+    if (!HOT_PATH_ONLY && !REGISTRY_ONLY) {
       report.raw_argon2_verify_per_s = rawArgon2
       say(`raw Argon2id verify: ${rawArgon2} /s (${CONNECTIONS} at a time, this process)`)
     }
@@ -167,6 +170,16 @@ async function main(): Promise<void> {
         const accessToken = await bearerToken(url, cookie)
         const session = { headers: { cookie } }
         const bearer = { headers: { authorization: `Bearer ${accessToken}` } }
+        if (REGISTRY_ONLY) {
+          // Before the catalogue workloads seed 100 000 servers: the import and the walk on an empty catalogue.
+          const registry = await registryWorkloads(url, cookie, bare.url)
+          ;(report.dialects as Record<string, unknown>)[dialect] = { registry }
+          say(`\n${dialect}:`)
+          say(table(registry.measurements))
+          for (const line of registryLines(registry)) say(`  ${line}`)
+          await stop(running.child)
+          continue
+        }
         const hot: Measurement[] = []
         hot.push(await againstBare(bare.url, 'GET /api/health', `${url}/api/health`, {}, TARGETS.health[dialect]))
         // The stack's floor for the same two answers (bench/floor-server.ts), on the same database.
@@ -193,12 +206,14 @@ async function main(): Promise<void> {
         const logins = { ...login, percent_of_raw_argon2: Math.round((login.rps / rawArgon2) * 100), health_p99_meanwhile_ms: healthDuringLogins.p99 }
         const mixed = await mixedLoad(running, cookie)
         const satellites = await satelliteWorkloads(url, cookie, bare.url)
+        const registry = await registryWorkloads(url, cookie, bare.url)
         const catalogue = await catalogueWorkloads(url, cookie, env, bare.url, (username) => signUp(url, username))
         const finalRss = rssMb(running.child)
         await stop(running.child)
 
-        Object.assign(result, { logins, memory: { idle_rss_mb: idleRss, mixed, final_rss_mb: finalRss }, satellites, catalogue })
-        say(table([...hot, ...satellites, ...catalogue.measurements]))
+        Object.assign(result, { logins, memory: { idle_rss_mb: idleRss, mixed, final_rss_mb: finalRss }, satellites, registry, catalogue })
+        say(table([...hot, ...satellites, ...registry.measurements, ...catalogue.measurements]))
+        for (const line of registryLines(registry)) say(`  ${line}`)
         for (const note of catalogue.notes) say(`  ${note}`)
         say(`  POST /api/auth/email/login: ${login.rps} req/s, ${logins.percent_of_raw_argon2} % of raw Argon2 verify${login.non2xx ? `, ${login.non2xx} failures` : ''}; /api/health p99 meanwhile ${healthDuringLogins.p99} ms`)
         say(`  RSS: ${idleRss} MB idle; ${mixed.max_rss_mb} MB at most during ${MIXED_SECONDS} s of mixed load with a login flood, ${mixed.rss_after_mb} MB after it; ${finalRss} MB after every run`)
