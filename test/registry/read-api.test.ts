@@ -392,6 +392,18 @@ describe.each(DIALECTS)('MCP sub-registry read API on %s', (dialect) => {
       expect(official(oneWithDeleted).status).toBe('deleted')
     })
 
+    it('a page read again after a catalogue change shows the change (pages are cached by catalogue revision)', async () => {
+      const url = `${V01}/servers?limit=100&search=${encodeURIComponent('late arrival')}`
+      const before = await ok(url)
+      expect(before.servers.map((item) => item.server.description)).toEqual(['Created after the others.'])
+      expect((await ok(url)).servers.map((item) => item.server.description)).toEqual(['Created after the others.'])
+      const changed = await call('PUT', `/api/mcp/servers/global/${made.late!.id}`, admin, { description: 'Late Arrival, described anew.' })
+      expect(changed.statusCode, changed.body).toBe(200)
+      expect((await ok(url)).servers.map((item) => item.server.description)).toEqual(['Late Arrival, described anew.'])
+      const restored = await call('PUT', `/api/mcp/servers/global/${made.late!.id}`, admin, { description: 'Created after the others.' })
+      expect(restored.statusCode, restored.body).toBe(200)
+    })
+
     it('updated_since: only what changed at or after the instant, yanked versions included', async () => {
       const changed = await ok(`${V01}/servers?limit=100&updated_since=${encodeURIComponent(sinceChanges)}`)
       expect(changed.servers.map(keyOf).sort()).toEqual([`${registryNameOf(made.alpha!)}@1.2.0`, `${registryNameOf(made.late!)}@0.9.0`].sort())

@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, getTableColumns, gte, isNull, ne, or, sql, type SQL } from 'drizzle-orm'
+import { and, asc, desc, eq, getTableColumns, gte, inArray, isNull, ne, or, sql, type SQL } from 'drizzle-orm'
 import type { Database } from '../types.js'
 import { binary, serverColumns, type ServerRow } from './server-filters.js'
 import type { VersionRow } from './server-versions.js'
@@ -101,14 +101,29 @@ export function registryEntriesRepository(database: Database) {
       if (query.updatedSince !== undefined) conditions.push(or(gte(s.updatedAt, query.updatedSince), gte(v.updatedAt, query.updatedSince)))
       if (query.search !== undefined && query.search !== '') conditions.push(searchRule(name, query.search))
       if (query.after !== undefined) conditions.push(afterRule(name, query.after))
-      const rows = await db
-        .select({ name, server: columns, version: versionColumns })
+      // The page's keys first: the sort then carries three short columns per row instead of whole
+      // servers and their stored documents, which made every page cost a sort of the catalogue.
+      const keys = await db
+        .select({ name, versionId: v.id })
         .from(v)
         .innerJoin(s, eq(s.id, v.serverId))
         .where(and(...conditions))
         .orderBy(asc(byteOrder(name)), asc(byteOrder(sql`${s.id}`)), desc(byteOrder(sql`${v.precedence}`)))
         .limit(query.limit + 1)
-      return { entries: rows.slice(0, query.limit), more: rows.length > query.limit }
+      const page = keys.slice(0, query.limit)
+      if (page.length === 0) return { entries: [], more: false }
+      const rows = await db
+        .select({ server: columns, version: versionColumns })
+        .from(v)
+        .innerJoin(s, eq(s.id, v.serverId))
+        .where(inArray(v.id, page.map((key) => key.versionId)))
+      const byVersion = new Map(rows.map((row) => [row.version.id, row]))
+      // Both reads run outside a transaction: an entry deleted between them is left out of this page.
+      const entries = page.flatMap(({ name: entryName, versionId }) => {
+        const row = byVersion.get(versionId)
+        return row === undefined ? [] : [{ name: entryName, server: row.server, version: row.version }]
+      })
+      return { entries, more: keys.length > query.limit }
     },
 
     /**

@@ -1,10 +1,12 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyReply } from 'fastify'
 import { Type } from 'typebox'
 import { policy } from '../../auth/policies.js'
 import { registryEntriesRepository } from '../../db/repositories/registry-entries.js'
+import { serversRepository } from '../../db/repositories/servers.js'
 import type { Database } from '../../db/types.js'
 import { namespaceOf, OFFICIAL_META, SERVER_SCHEMA_URL } from './server-json.js'
-import { SubRegistry, type Missing } from './sub-registry.js'
+import { SubRegistry, type Missing, type RegistryList } from './sub-registry.js'
 
 /**
  * The catalogue as an MCP sub-registry: the read part of the MCP Registry's generic API (v0.1),
@@ -101,6 +103,12 @@ const notFound = (missing: Missing) => ({
   status: 404 as const,
 })
 
+/** Global servers only are listed, so the catalogue's revision alone stamps a page (the stamp of a viewer who sees no team server). */
+const EVERYONE = { userId: '', isGlobalAdmin: true }
+
+/** Serialized list answers, beside the cached pages they were made from. */
+const answers = new WeakMap<RegistryList, ReturnType<FastifyReply['serialize']>>()
+
 export const registryReadRoutes: FastifyPluginAsyncTypebox<{ publicUrl: string }> = async (app, { publicUrl }) => {
   // Shared schemas added in a plugin's context make Fastify rebuild that context's validator from
   // its default builder, without the app's own (which refuses unknown query parameters instead of
@@ -118,7 +126,8 @@ export const registryReadRoutes: FastifyPluginAsyncTypebox<{ publicUrl: string }
     let found = registries.get(database)
     if (found === undefined) {
       namespace ??= namespaceOf(publicUrl)
-      found = new SubRegistry({ entries: registryEntriesRepository(database), namespace })
+      const servers = serversRepository(database)
+      found = new SubRegistry({ entries: registryEntriesRepository(database), namespace, revision: () => servers.listStamp(EVERYONE) })
       registries.set(database, found)
     }
     return found
@@ -139,9 +148,16 @@ export const registryReadRoutes: FastifyPluginAsyncTypebox<{ publicUrl: string }
         querystring: ListQuery,
         response: { 200: Type.Ref('ServerList') },
       },
-    }, async (request) => {
+    }, async (request, reply) => {
       const { cursor, limit = 30, search, updated_since: updatedSince, version, include_deleted: includeDeleted = false } = request.query
-      return registry().list({ cursor, limit, search, updatedSince, version, includeDeleted })
+      const page = await registry().list({ cursor, limit, search, updatedSince, version, includeDeleted })
+      // A cached page is the same object on every hit: serialized once, by the route's own schema.
+      let answer = answers.get(page)
+      if (answer === undefined) {
+        answer = reply.serialize(page)
+        answers.set(page, answer)
+      }
+      return reply.type('application/json; charset=utf-8').send(answer)
     })
 
     app.get(`${prefix}/servers/:serverName/versions`, {

@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache'
 import type { EntryPosition, RegistryEntriesRepository } from '../../db/repositories/registry-entries.js'
 import type { ServerRow } from '../../db/repositories/server-filters.js'
 import type { VersionRow } from '../../db/repositories/server-versions.js'
@@ -65,8 +66,16 @@ export function decodeCursor(cursor: string): EntryPosition {
   return { name: name as string, serverId: serverId as string, precedence: precedence as string }
 }
 
+/** At most this many cached items over all cached pages. */
+const MAX_CACHED_ITEMS = 5000
+
 interface Deps {
   entries: RegistryEntriesRepository
+  /**
+   * The catalogue's revision (moved by database triggers in the transaction of every catalogue
+   * write, on any instance): cached pages are keyed by it, so none outlives a change.
+   */
+  revision: () => Promise<string>
   /** The namespace of hand-made servers' names (PUBLIC_URL's host reversed). */
   namespace: string
 }
@@ -74,13 +83,31 @@ interface Deps {
 export class SubRegistry {
   private readonly entries: RegistryEntriesRepository
   private readonly namespace: string
+  private readonly revision: () => Promise<string>
+  /**
+   * Pages by catalogue revision and query: registry clients read the same pages over and over
+   * (and mirrors poll them), while the catalogue changes rarely. The revision is read before the
+   * page, so a page is never older than its key. A hit is the same object, so the route can keep
+   * its serialized answer beside it.
+   */
+  private readonly pages = new LRUCache<string, RegistryList>({ maxSize: MAX_CACHED_ITEMS, sizeCalculation: (page) => page.servers.length + 1 })
 
-  constructor({ entries, namespace }: Deps) {
+  constructor({ entries, namespace, revision }: Deps) {
     this.entries = entries
     this.namespace = namespace
+    this.revision = revision
   }
 
   async list(request: ListRequest): Promise<RegistryList> {
+    const key = `${await this.revision()}\n${JSON.stringify([request.cursor, request.limit, request.search, request.updatedSince, request.version, request.includeDeleted])}`
+    const cached = this.pages.get(key)
+    if (cached !== undefined) return cached
+    const page = await this.load(request)
+    this.pages.set(key, page)
+    return page
+  }
+
+  private async load(request: ListRequest): Promise<RegistryList> {
     const after = request.cursor === undefined ? undefined : decodeCursor(request.cursor)
     let updatedSince: Date | undefined
     if (request.updatedSince !== undefined) {
