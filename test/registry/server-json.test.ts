@@ -2,10 +2,8 @@ import { describe, expect, it } from 'vitest'
 import type { ServerRow } from '../../src/db/repositories/server-filters.js'
 import type { VersionRow } from '../../src/db/repositories/server-versions.js'
 import type { ServerPackage, ServerRemote } from '../../src/modules/catalogue/entries.js'
-import {
-  catalogueEntryOf, documentsOf, exportDocument, itemMeta, namespaceOf, OFFICIAL_META, readServerJson, registryNameOf,
-  SERVER_SCHEMA_URL, type CatalogueEntry, type ReadDocument, type ServerJson,
-} from '../../src/modules/registry/server-json.js'
+import { catalogueEntryOf, documentsOf, OFFICIAL_META, readServerJson, SERVER_SCHEMA_URL, type CatalogueEntry, type ReadDocument, type ServerJson } from '../../src/modules/registry/server-json.js'
+import { exportDocument, itemMeta, namespaceOf, registryNameOf } from '../../src/modules/registry/server-json-export.js'
 import { OFFICIAL_SCHEMA_TEXT, officialProblems } from './official-schema.js'
 
 /**

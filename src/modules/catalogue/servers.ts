@@ -8,19 +8,16 @@ import { newId } from '../../db/ids.js'
 import type { Database, Db } from '../../db/types.js'
 import { errors } from '../../http/errors.js'
 import type { Clock } from '../../lib/clock.js'
-import { slugCandidates } from '../../lib/slug.js'
 import type { AuditLog } from '../audit/service.js'
 import type { CatalogueActor } from './actor.js'
 import { normalizePackages } from './entries.js'
 import { ListCache } from './list-cache.js'
 import type { CreateServerBody, UpdateServerBody } from './schemas.js'
 import { searchTerms } from './search-terms.js'
-import { derivedSlugBase, unusableSlug } from './slugs.js'
+import { insertWithDerivedSlug, unusableSlug } from './slugs.js'
 
 export type CreateServerInput = Static<typeof CreateServerBody>
 export type UpdateServerInput = Static<typeof UpdateServerBody>
-
-const MAX_SLUG_ATTEMPTS = 1000
 
 /** What a new server holds where the request says nothing. */
 const CREATE_DEFAULTS = {
@@ -87,12 +84,7 @@ export class ServerService {
         created = await txServers.insert({ ...fields, slug: input.slug })
         if (created === null) throw slugTaken(input.slug)
       } else {
-        let attempts = 0
-        for (const slug of slugCandidates(derivedSlugBase(name))) {
-          if (unusableSlug(slug)) continue
-          created = await txServers.insert({ ...fields, slug })
-          if (created !== null || ++attempts >= MAX_SLUG_ATTEMPTS) break
-        }
+        created = await insertWithDerivedSlug(name, (slug) => txServers.insert({ ...fields, slug }))
         if (created === null) throw errors.conflict('SLUG_TAKEN', 'No free slug could be derived from the name; give one explicitly.')
       }
       await audit.record('catalogue.server_created', { actorId: actor.userId, ip: actor.ip, target: created.id, details: { name: created.name, slug: created.slug } }, tx)

@@ -1,7 +1,8 @@
 import type { ServerVersionsRepository } from '../../db/repositories/server-versions.js'
 import type { CatalogueActor } from '../catalogue/actor.js'
 import type { ServerService } from '../catalogue/servers.js'
-import { exportDocument, namespaceOf, type ServerJson } from './server-json.js'
+import { type ServerJson } from './server-json.js'
+import { exportDocument, namespaceOf } from './server-json-export.js'
 
 /**
  * A catalogue server as one MCP Registry `server.json` document: the document of its latest

@@ -5,9 +5,8 @@ import type { ServerVersionsRepository, VersionRow } from '../../db/repositories
 import { newId } from '../../db/ids.js'
 import type { Database, Db } from '../../db/types.js'
 import type { Clock } from '../../lib/clock.js'
-import { slugCandidates } from '../../lib/slug.js'
 import type { AuditLog } from '../audit/service.js'
-import { derivedSlugBase, unusableSlug } from '../catalogue/slugs.js'
+import { insertWithDerivedSlug } from '../catalogue/slugs.js'
 import { catalogueEntryOf, readServerJson, type CatalogueEntry, type DocumentProblem, type IncomingDocument } from './server-json.js'
 
 /**
@@ -47,9 +46,6 @@ export interface RegistryImporter {
    */
   importAll(documents: IncomingDocument[], actor: ImportActor, options?: { audit?: boolean }): Promise<{ results: ImportResult[]; counts: ImportCounts }>
 }
-
-/** How many of `name`, `name-2`, … are tried before a document is refused for want of a free slug. */
-const MAX_SLUG_ATTEMPTS = 1000
 
 /** What an imported server holds besides what its document gives. */
 const IMPORT_DEFAULTS = {
@@ -158,13 +154,8 @@ export class CatalogueImporter implements RegistryImporter {
       ...IMPORT_DEFAULTS, ...serverFields(entry), registryName: entry.registryName,
       id: newId(), visibility: 'global' as const, ownerTeamId: null, createdBy: actor.userId, createdAt: now, updatedAt: now,
     }
-    let attempts = 0
-    for (const slug of slugCandidates(derivedSlugBase(fields.name))) {
-      if (unusableSlug(slug)) continue
-      const created = await servers.insert({ ...fields, slug })
-      if (created !== null) return created
-      if (++attempts >= MAX_SLUG_ATTEMPTS) break
-    }
+    const created = await insertWithDerivedSlug(fields.name, (slug) => servers.insert({ ...fields, slug }))
+    if (created !== null) return created
     throw new NotStorable([{ field: 'title', message: 'no free slug could be derived from the display name; rename the servers that take it' }])
   }
 

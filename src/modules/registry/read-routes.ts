@@ -5,7 +5,8 @@ import { policy } from '../../auth/policies.js'
 import { registryEntriesRepository } from '../../db/repositories/registry-entries.js'
 import { serversRepository } from '../../db/repositories/servers.js'
 import type { Database } from '../../db/types.js'
-import { namespaceOf, OFFICIAL_META, SERVER_SCHEMA_URL } from './server-json.js'
+import { OFFICIAL_META, SERVER_SCHEMA_URL } from './server-json.js'
+import { namespaceOf } from './server-json-export.js'
 import { SubRegistry, type Missing, type RegistryList } from './sub-registry.js'
 
 /**

@@ -13,7 +13,8 @@
 
 type Json = Record<string, unknown>
 
-const isObject = (value: unknown): value is Json => value !== null && typeof value === 'object' && !Array.isArray(value)
+/** A JSON object (not an array, not null). */
+export const isObject = (value: unknown): value is Json => value !== null && typeof value === 'object' && !Array.isArray(value)
 
 /** Whether a document is in one of the older shapes (then a package without transport is stdio). */
 export function isOlderShape(document: Json): boolean {

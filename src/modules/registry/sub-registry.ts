@@ -4,7 +4,8 @@ import type { ServerRow } from '../../db/repositories/server-filters.js'
 import type { VersionRow } from '../../db/repositories/server-versions.js'
 import { errors } from '../../http/errors.js'
 import { storableText } from '../../http/validation.js'
-import { exportDocument, itemMeta, type ServerJson } from './server-json.js'
+import { type ServerJson } from './server-json.js'
+import { exportDocument, itemMeta } from './server-json-export.js'
 
 /**
  * This catalogue served as an MCP sub-registry, in the shapes of the MCP Registry's generic read

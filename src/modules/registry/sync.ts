@@ -6,6 +6,7 @@ import type { AuditLog } from '../audit/service.js'
 import type { SettingsService } from '../settings/service.js'
 import type { ImportActor, ImportCounts, RegistryImporter } from './importer.js'
 import { OFFICIAL_META, type IncomingDocument } from './server-json.js'
+import { isObject } from './server-json-shapes.js'
 import type { SyncStateRepository } from './sync-state.js'
 
 /**
@@ -26,10 +27,6 @@ export const SYNC_TIMEOUT_MS = 10_000
 export const SYNC_MAX_BYTES = 8 * 1024 * 1024
 /** How long a run's lease lasts without renewal; renewed after every page, so only a dead holder's runs out. */
 export const SYNC_LEASE_MS = 30 * 60_000
-/** How often the interval's timer looks whether a run is due. */
-export const SYNC_CHECK_EVERY_MS = 60_000
-/** After a failed scheduled run, this instance waits at most this long (less when the interval is shorter) before trying again. */
-export const SYNC_RETRY_AFTER_FAILURE_MS = 10 * 60_000
 
 /** The newest versions of the generic API first; `/v0` is the one registries served before `/v0.1`. */
 const API_PATHS = ['v0.1', 'v0'] as const
@@ -39,11 +36,6 @@ export interface SyncOutcome {
   pages: number
   /** The newest upstream `updatedAt` seen so far, as the upstream wrote it; the next run asks for changes since then. */
   next_since: string | null
-}
-
-export interface SyncLogger {
-  info(object: object, message: string): void
-  warn(object: object, message: string): void
 }
 
 interface Deps {
@@ -206,77 +198,6 @@ export class RegistrySync {
   }
 }
 
-/**
- * Runs the sync on its own when `catalogue.registry_sync_interval_minutes` is above 0 and the
- * last successful run is older than that. Every instance looks, but a run takes the same lease as
- * one asked for by hand, so one instance runs it. Nothing it meets is thrown: a run in progress
- * elsewhere is noted at info, a failure logged as a warning, and this instance tries again after
- * the interval or SYNC_RETRY_AFTER_FAILURE_MS, whichever comes first.
- */
-export class RegistrySyncSchedule {
-  private timer: NodeJS.Timeout | undefined
-  private running: Promise<ScheduledOutcome> | null = null
-  private lastFailureAt = Number.NEGATIVE_INFINITY
-
-  constructor(private readonly deps: {
-    sync: RegistrySync
-    settings: SettingsService
-    state: SyncStateRepository
-    clock: Clock
-    log: SyncLogger
-    /** How often to look (SYNC_CHECK_EVERY_MS); tests look more often. */
-    everyMs?: number
-  }) {}
-
-  /** Starts looking; the timer does not keep the process alive. */
-  start(): void {
-    if (this.timer !== undefined) return
-    this.timer = setInterval(() => void this.tick(), this.deps.everyMs ?? SYNC_CHECK_EVERY_MS)
-    this.timer.unref()
-  }
-
-  stop(): void {
-    clearInterval(this.timer)
-    this.timer = undefined
-  }
-
-  /** Looks once: runs the sync when it is due. Never rejects. */
-  tick(): Promise<ScheduledOutcome> {
-    // One look at a time on this instance: a slow run is not joined by the next minute's look.
-    this.running ??= this.look().finally(() => {
-      this.running = null
-    })
-    return this.running
-  }
-
-  private async look(): Promise<ScheduledOutcome> {
-    const { settings, state, clock, log, sync } = this.deps
-    try {
-      const minutes = await settings.get(SYNC_INTERVAL_SETTING)
-      if (minutes <= 0 || (await settings.get(UPSTREAM_URL_SETTING)).trim() === '') return 'off'
-      const intervalMs = minutes * 60_000
-      const now = clock.now()
-      if (now - this.lastFailureAt < Math.min(intervalMs, SYNC_RETRY_AFTER_FAILURE_MS)) return 'not_due'
-      const { lastSyncedAt } = await state.read()
-      if (lastSyncedAt !== null && now - lastSyncedAt.getTime() < intervalMs) return 'not_due'
-      const outcome = await sync.run(null)
-      log.info({ counts: outcome.counts, pages: outcome.pages, next_since: outcome.next_since }, 'scheduled sync from the upstream registry finished')
-      return 'synced'
-    } catch (error) {
-      if (error instanceof AppError && error.code === 'SYNC_IN_PROGRESS') {
-        log.info({ code: error.code }, 'scheduled sync skipped: another run holds the lease')
-        return 'busy'
-      }
-      this.lastFailureAt = clock.now()
-      if (error instanceof AppError) log.warn({ code: error.code }, `scheduled sync from the upstream registry failed: ${error.message}`)
-      else log.warn({ err: error }, 'scheduled sync from the upstream registry failed')
-      return 'failed'
-    }
-  }
-}
-
-export type ScheduledOutcome = 'off' | 'not_due' | 'synced' | 'busy' | 'failed'
-
 /** `<base>/<version>/servers?limit=100[&updated_since=…][&cursor=…]`, the base's own path kept. */
 function pageUrl(base: URL, apiPath: string, since: string | null, cursor: string | null): URL {
   const url = new URL(base.href)
@@ -312,9 +233,6 @@ function updatedAtOf(item: unknown): { text: string; time: number } | null {
   return Number.isFinite(time) ? { text: official.updatedAt, time } : null
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
-}
 
 function refused(reason: string): AppError {
   return new AppError(400, 'UPSTREAM_URL_REFUSED', `The upstream registry URL (${UPSTREAM_URL_SETTING}) is refused: ${reason}.`)
