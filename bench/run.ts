@@ -7,6 +7,7 @@ import argon2 from 'argon2'
 import { projectRoot } from '../src/paths.js'
 import { createTestDatabase } from '../test/helpers/database.js'
 import { catalogueWorkloads } from './catalogue.js'
+import { bearerToken, PASSWORD, SECRET, signUp, startCommand } from './service.js'
 import { againstBare, CONNECTIONS, load, rssMb, SECONDS, start, stop, STARTS, table, type Measurement, type Request, type Started } from './harness.js'
 import { registryLines, registryWorkloads } from './registry.js'
 import { satelliteWorkloads } from './satellites.js'
@@ -31,9 +32,6 @@ import { satelliteWorkloads } from './satellites.js'
  *   BENCH_MIXED_SECONDS (60)    the mixed load before the memory reading
  */
 
-const SECRET = 'bench-secret-0123456789-abcdefghijklmnopqrstuvwxyz'
-const PASSWORD = 'bench password 123'
-
 /** Raw Argon2id verifications per second on this machine, CONNECTIONS at a time. */
 async function argon2Throughput(): Promise<number> {
   // The service's own parameters (src/auth/passwords.ts).
@@ -47,43 +45,6 @@ async function argon2Throughput(): Promise<number> {
     }
   }))
   return Math.round(done / SECONDS)
-}
-
-/** A new user and a session cookie for them; the first one is an admin. */
-async function signUp(url: string, username = 'bench'): Promise<string> {
-  const response = await fetch(`${url}/api/auth/email/register`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ username, email: `${username}@example.test`, password: PASSWORD }),
-  })
-  if (response.status !== 201) throw new Error(`registration failed: ${response.status} ${await response.text()}`)
-  return response.headers.getSetCookie()[0]!.split(';')[0]!
-}
-
-/** An access token for the CLI client, through the real authorization code flow with PKCE. */
-async function bearerToken(url: string, cookie: string): Promise<string> {
-  const verifier = randomBytes(32).toString('base64url')
-  const redirectUri = 'http://127.0.0.1:8976/oauth/callback'
-  const query = new URLSearchParams({
-    response_type: 'code', client_id: 'service-gateway-cli', redirect_uri: redirectUri, scope: 'teams:read', state: 'bench',
-    code_challenge: createHash('sha256').update(verifier).digest('base64url'), code_challenge_method: 'S256',
-  })
-  const authorize = await fetch(`${url}/api/oauth2/auth?${query}`, { headers: { cookie }, redirect: 'manual' })
-  const consentUrl = new URL(authorize.headers.get('location')!, url)
-  const details = await (await fetch(consentUrl, { headers: { cookie, accept: 'application/json' } })).json() as { data: { request_id: string; csrf_token: string } }
-  const decided = await fetch(`${url}/api/oauth2/consent`, {
-    method: 'POST',
-    headers: { cookie, 'content-type': 'application/json' },
-    body: JSON.stringify({ request_id: details.data.request_id, decision: 'approve', csrf_token: details.data.csrf_token }),
-  })
-  const code = new URL(((await decided.json()) as { data: { redirect_url: string } }).data.redirect_url).searchParams.get('code')!
-  const token = await fetch(`${url}/api/oauth2/token`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: redirectUri, client_id: 'service-gateway-cli', code_verifier: verifier }),
-  })
-  if (token.status !== 200) throw new Error(`token exchange failed: ${token.status} ${await token.text()}`)
-  return ((await token.json()) as { access_token: string }).access_token
 }
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
@@ -122,19 +83,6 @@ async function mixedLoad(running: Started, cookie: string): Promise<{ seconds: n
   clearInterval(sampler)
   await new Promise((resolve) => setTimeout(resolve, 2000))
   return { seconds: MIXED_SECONDS, max_rss_mb: max, rss_after_mb: rssMb(running.child), requests: { health, users_me: me, default_team: team, logins } }
-}
-
-/**
- * The `npm start` script of package.json, split into its environment and Node's arguments, so
- * that the bench starts the service exactly as a user does (its flags, its allocator setting).
- */
-function startCommand(): { env: Record<string, string>; args: string[] } {
-  const scripts = (JSON.parse(readFileSync(join(projectRoot, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts
-  const words = scripts.start!.split(/\s+/)
-  const node = words.indexOf('node')
-  if (node === -1) throw new Error(`npm start does not run node: ${scripts.start}`)
-  const env = Object.fromEntries(words.slice(0, node).map((word) => word.split('=', 2) as [string, string]))
-  return { env, args: words.slice(node + 1).map((word) => (word.startsWith('dist/') ? join(projectRoot, word) : word)) }
 }
 
 async function main(): Promise<void> {
