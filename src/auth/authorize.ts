@@ -169,11 +169,22 @@ function admitSatellite(request: FastifyRequest, caller: SatelliteCaller, routeP
 
 const loginDisabled = () => new AppError(403, 'LOGIN_DISABLED', 'Login is disabled on this service.')
 
-/** 401, with the route's `WWW-Authenticate` challenge when it has one. */
+/**
+ * 401, with the route's `WWW-Authenticate` challenge when it has one. The same few answers are
+ * given over and over (no credential, an unknown one), so each is made once per challenge: the
+ * error handler only reads them.
+ */
 function refusal(wwwAuthenticate?: string): AppError {
-  const error = errors.unauthorized()
-  return wwwAuthenticate ? error.withHeaders({ 'www-authenticate': wwwAuthenticate }) : error
+  let error = refusals.get(wwwAuthenticate)
+  if (error === undefined) {
+    error = errors.unauthorized()
+    if (wwwAuthenticate) error.withHeaders({ 'www-authenticate': wwwAuthenticate })
+    refusals.set(wwwAuthenticate, error)
+  }
+  return error
 }
+
+const refusals = new Map<string | undefined, AppError>()
 
 function fail(wwwAuthenticate?: string): never {
   throw refusal(wwwAuthenticate)

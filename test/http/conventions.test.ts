@@ -192,7 +192,10 @@ describe.each(DIALECTS)('HTTP conventions on %s', (dialect) => {
     const echoed = await subject.app.inject({ method: 'GET', url: '/api/health', headers: { 'x-request-id': 'trace-abc.123' } })
     expect(echoed.headers['x-request-id']).toBe('trace-abc.123')
     const hostile = await subject.app.inject({ method: 'GET', url: '/api/health', headers: { 'x-request-id': 'bad id\u0000<script>' } })
-    expect(hostile.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/)
+    expect(hostile.headers['x-request-id']).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/)
+    // Generated ids never repeat.
+    const ids = await Promise.all(Array.from({ length: 20 }, async () => (await subject.app.inject({ method: 'GET', url: '/api/health' })).headers['x-request-id']))
+    expect(new Set([...ids, generated.headers['x-request-id'], hostile.headers['x-request-id']]).size).toBe(22)
     for (const url of ['/api/nope', '/api/test/crash']) {
       expect((await subject.app.inject({ method: 'GET', url })).headers['x-request-id']).toEqual(expect.any(String))
     }

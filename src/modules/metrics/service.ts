@@ -1,7 +1,7 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client'
 import type { Database, PoolStats, QueryTimer } from '../../db/types.js'
 import { processMetrics } from './process.js'
-import { RequestMetrics } from './requests.js'
+import { RequestHistogram, RequestMetrics } from './requests.js'
 
 /** Why a login was refused; never who tried (labels are public to every scraper, and bounded). */
 export type LoginFailure = 'unknown_login' | 'wrong_password' | 'locked'
@@ -52,13 +52,12 @@ export class Metrics {
 
   constructor() {
     const registers = [this.registry]
-    this.requests = new RequestMetrics(new Histogram({
-      name: 'http_request_duration_seconds',
-      help: 'Time to answer HTTP requests, by method, route pattern ("unmatched" when no route matched) and status code; _count is the number of requests.',
-      labelNames: ['method', 'route', 'status_code'] as const,
-      buckets: REQUEST_BUCKETS,
+    this.requests = new RequestMetrics(new RequestHistogram(
+      'http_request_duration_seconds',
+      'Time to answer HTTP requests, by method, route pattern ("unmatched" when no route matched) and status code; _count is the number of requests.',
+      REQUEST_BUCKETS,
       registers,
-    }))
+    ))
 
     const queries = new Histogram({
       name: 'db_query_duration_seconds',
