@@ -143,6 +143,15 @@ export interface PgOptions {
   onQuery?: QueryTimer
 }
 
+/**
+ * Date and time values as PostgreSQL sends them, for the columns' own decoders (as Drizzle reads
+ * them); every other type through pg's parsers.
+ */
+const TEXT_AS_SENT = new Set([pg.types.builtins.TIMESTAMPTZ, pg.types.builtins.TIMESTAMP, pg.types.builtins.DATE, pg.types.builtins.INTERVAL, 1115, 1182, 1185, 1187, 1231])
+const DRIVER_VALUES = {
+  getTypeParser: (oid: number, format?: 'text' | 'binary') => (TEXT_AS_SENT.has(oid) ? (value: string) => value : pg.types.getTypeParser(oid, format as 'text')),
+} as pg.CustomTypesConfig
+
 export function openPostgres({ url, poolSize, onError, onQuery }: PgOptions): Database {
   const pool = new GuardedPool({
     connectionString: url,
@@ -172,6 +181,10 @@ export function openPostgres({ url, poolSize, onError, onQuery }: PgOptions): Da
     dialect: 'postgresql',
     db,
     t: schema,
+    prepareRow(name, sql) {
+      const query = { name, text: sql, rowMode: 'array' as const, types: DRIVER_VALUES }
+      return async (values) => (await pool.query({ ...query, values })).rows[0] as unknown[] | undefined
+    },
     async transaction(fn) {
       // As on SQLite, a transaction opened inside another joins it: a second pool connection
       // would commit on its own and, with the pool exhausted, wait for one.

@@ -101,6 +101,21 @@ export function openSqlite(path: string, onQuery?: QueryTimer): Database {
         context.disable()
       }
     },
+    prepareRow(_name, sql) {
+      // Prepared on first use: the tables exist only once the migrations have run.
+      let statement: BetterSqlite3.Statement | undefined
+      return async (params) => {
+        while (holder !== null && context.getStore() !== holder) await holder.released
+        statement ??= client.prepare(sql).raw(true)
+        if (onQuery === undefined) return statement.get(...params) as unknown[] | undefined
+        const started = performance.now()
+        try {
+          return statement.get(...params) as unknown[] | undefined
+        } finally {
+          onQuery((performance.now() - started) / 1000)
+        }
+      }
+    },
     async ping() {
       prepare('select 1').get()
     },

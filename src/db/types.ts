@@ -36,6 +36,12 @@ export interface Database {
    * so nothing leaks into (or is rolled back with) someone else's transaction.
    */
   transaction<T>(fn: (tx: Db) => Promise<T>): Promise<T>
+  /**
+   * A read prepared once on the driver (better-sqlite3's statement, pg's named statement):
+   * positional parameters in, the first row as an array of driver values out, undefined for
+   * none. For the few lookups every request makes (see row-reader.ts); outside transactions.
+   */
+  prepareRow(name: string, sql: string): (params: unknown[]) => Promise<unknown[] | undefined>
   /** The connection pool's state; PostgreSQL only (SQLite has one connection). */
   poolStats?(): PoolStats
   /** One trivial round trip; throws when the database does not answer. */

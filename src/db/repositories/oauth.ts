@@ -1,4 +1,5 @@
 import { and, eq, gt, isNull, lt, notExists, or, sql } from 'drizzle-orm'
+import { rowReader } from '../row-reader.js'
 import type { Database, Db } from '../types.js'
 import { defaultTeamOfUser, type TeamRow } from './teams.js'
 import type { UserRow } from './users.js'
@@ -16,8 +17,9 @@ export function oauthRepository(database: Database, executor: Db = database.db) 
   const { t } = database
   const db = executor
   // Every bearer request runs this lookup: prepared once, on first use; one unique-index probe.
-  const prepareLiveAccess = () => db
-    .select({ token: t.oauthTokens, user: t.users, defaultTeam: t.teams })
+  // Every bearer-authenticated request runs this lookup: built once, run on the driver directly.
+  const prepareLiveAccess = () => rowReader(database, 'oauth_live_access', { token: t.oauthTokens, user: t.users, defaultTeam: t.teams }, (selection) => database.db
+    .select(selection)
     .from(t.oauthTokens)
     .innerJoin(t.users, eq(t.users.id, t.oauthTokens.userId))
     .leftJoin(t.teams, defaultTeamOfUser(database))
@@ -26,8 +28,7 @@ export function oauthRepository(database: Database, executor: Db = database.db) 
       eq(t.oauthTokens.kind, 'access'),
       eq(t.oauthTokens.revoked, false),
       gt(t.oauthTokens.expiresAt, sql.placeholder('now')),
-    ))
-    .prepare('oauth_live_access')
+    )), ['defaultTeam'])
   let liveAccess: ReturnType<typeof prepareLiveAccess> | undefined
   // Placeholders bypass column encoding: SQLite stores timestamps as epoch milliseconds.
   const at = (now: Date) => (database.dialect === 'sqlite' ? now.getTime() : now)
@@ -141,12 +142,10 @@ export function oauthRepository(database: Database, executor: Db = database.db) 
       await db.insert(t.oauthTokens).values(tokens)
     },
 
-    /** One indexed lookup: the live access token with this digest and its user. */
-    /** The live access token, its user and the user's default team. */
+    /** One indexed lookup: the live access token with this digest, its user and the user's default team. */
     async findLiveAccess(digest: string, now: Date): Promise<{ token: OAuthTokenRow; user: UserRow; defaultTeam: TeamRow | null } | undefined> {
       liveAccess ??= prepareLiveAccess()
-      const [row] = await liveAccess.execute({ digest, now: at(now) })
-      return row
+      return liveAccess({ digest, now: at(now) })
     },
 
     /** Any token with this digest, live or not, with its user (introspection, revocation, reuse). */

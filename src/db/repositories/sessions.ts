@@ -1,4 +1,5 @@
 import { and, eq, gt, lt, ne, sql } from 'drizzle-orm'
+import { rowReader } from '../row-reader.js'
 import type { Database, Db } from '../types.js'
 import { defaultTeamOfUser, type TeamRow } from './teams.js'
 import type { UserRow } from './users.js'
@@ -10,14 +11,13 @@ export type SessionsRepository = ReturnType<typeof sessionsRepository>
 export function sessionsRepository(database: Database, executor: Db = database.db) {
   const { t } = database
   const db = executor
-  // Every authenticated request runs this lookup: built once, not per request.
-  const live = db
-    .select({ session: t.sessions, user: t.users, defaultTeam: t.teams })
+  // Every authenticated request runs this lookup: built once, run on the driver directly.
+  const live = rowReader(database, 'session_live', { session: t.sessions, user: t.users, defaultTeam: t.teams }, (selection) => database.db
+    .select(selection)
     .from(t.sessions)
     .innerJoin(t.users, eq(t.users.id, t.sessions.userId))
     .leftJoin(t.teams, defaultTeamOfUser(database))
-    .where(and(eq(t.sessions.digest, sql.placeholder('digest')), gt(t.sessions.expiresAt, sql.placeholder('now'))))
-    .prepare('session_live')
+    .where(and(eq(t.sessions.digest, sql.placeholder('digest')), gt(t.sessions.expiresAt, sql.placeholder('now')))), ['defaultTeam'])
   return {
     with: (tx: Db) => sessionsRepository(database, tx),
 
@@ -28,8 +28,7 @@ export function sessionsRepository(database: Database, executor: Db = database.d
     /** One indexed lookup: the live session with this digest, its user and the user's default team. */
     async findLive(digest: string, now: Date): Promise<{ session: SessionRow; user: UserRow; defaultTeam: TeamRow | null } | undefined> {
       // Placeholders bypass column encoding: SQLite stores this timestamp as epoch milliseconds.
-      const [row] = await live.execute({ digest, now: database.dialect === 'sqlite' ? now.getTime() : now })
-      return row
+      return live({ digest, now: database.dialect === 'sqlite' ? now.getTime() : now })
     },
 
     async extend(id: string, expiresAt: Date): Promise<void> {

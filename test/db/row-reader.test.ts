@@ -1,0 +1,50 @@
+import { and, eq, sql } from 'drizzle-orm'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { rowReader } from '../../src/db/row-reader.js'
+import { defaultTeamOfUser } from '../../src/db/repositories/teams.js'
+import type { Database } from '../../src/db/types.js'
+import { registerAndLogin } from '../helpers/accounts.js'
+import { createTestContext, type TestContext } from '../helpers/app.js'
+import { DIALECTS } from '../helpers/database.js'
+
+/**
+ * The credential lookups run on the driver and decode rows themselves: they must give what
+ * Drizzle's own select gives for the same query — dates as dates, booleans as booleans, nulls,
+ * and null for a table left-joined without a row.
+ */
+describe.each(DIALECTS)('row reader on %s', (dialect) => {
+  let ctx: TestContext
+  let database: Database
+
+  beforeAll(async () => {
+    ctx = await createTestContext(dialect)
+    const { app } = await ctx.build({ env: { RATE_LIMIT_ENABLED: 'false' } })
+    await registerAndLogin(app, { username: 'reader', email: 'reader@example.test' })
+    database = app.services.database
+  })
+  afterAll(() => ctx?.close())
+
+  const query = (db: Database['db'], t: Database['t'], selection: Record<string, unknown>, withTeams: boolean) => {
+    const base = db.select(selection as never).from(t.sessions).innerJoin(t.users, eq(t.users.id, t.sessions.userId))
+    return (withTeams ? base.leftJoin(t.teams, and(defaultTeamOfUser(database), eq(t.teams.name, sql.placeholder('team')))) : base)
+      .where(eq(t.sessions.userId, sql.placeholder('user')))
+  }
+
+  it("answers what Drizzle's select answers, a left join without a row as null, and undefined for no row", async () => {
+    const { t, db } = database
+    const [session] = await db.select().from(t.sessions)
+    const [team] = await db.select().from(t.teams).where(eq(t.teams.ownerId, session!.userId))
+    const read = rowReader(database, `test_reader_${dialect}`, { session: t.sessions, user: t.users, team: t.teams }, (selection) => query(db, t, selection, true), ['team'])
+
+    const [expected] = await query(db, t, { session: t.sessions, user: t.users, team: t.teams }, true).prepare('test_drizzle').execute({ user: session!.userId, team: team!.name })
+    const found = await read({ user: session!.userId, team: team!.name })
+    expect(found).toEqual(expected)
+    expect(found!.session.expiresAt).toBeInstanceOf(Date)
+    expect(found!.user.emailVerified).toEqual(expect.any(Boolean))
+    expect(found!.team).toMatchObject({ id: team!.id, isDefault: true })
+
+    // The team's name does not match: the left join finds nothing.
+    expect(await read({ user: session!.userId, team: 'no such team' })).toMatchObject({ session: { id: session!.id }, team: null })
+    expect(await read({ user: 'no such user', team: team!.name })).toBeUndefined()
+  })
+})
