@@ -16,7 +16,7 @@ import { satelliteWorkloads } from './satellites.js'
  * `npm run bench` (`npm run bench -- --json` for one JSON document with every figure, to compare
  * commits): figures, not assertions. Talks only to 127.0.0.1.
  *
- * The service runs as `npm start` runs it (`node --enable-source-maps dist/src/server.js`, default
+ * The service runs as `npm start` runs it (its environment and Node flags, read from package.json, default
  * log level, standard output discarded), in its own process, against a bare Fastify route in
  * another; the bare route is measured right before each workload, since this machine's speed
  * drifts within minutes. For each dialect: cold start; the authenticated hot path (health, the
@@ -25,7 +25,8 @@ import { satelliteWorkloads } from './satellites.js'
  * answers (bench/floor-server.ts); logins against raw Argon2id; resident
  * memory after a mixed load with a login flood; satellites (bench/satellites.ts); the catalogue
  * (bench/catalogue.ts); registry import, the sub-registry walk and list (bench/registry.ts).
- * `npm run bench -- --hot-path` measures the hot path only; `npm run bench -- --registry` the registry only.
+ * `npm run bench -- --hot-path` measures the hot path only; `npm run bench -- --registry` the registry
+ * only; `npm run bench -- --memory` the logins and the mixed load with its memory readings only.
  *   BENCH_SECONDS (default 5)   length of each load run (after a 2 s warm-up that is not reported)
  *   BENCH_CONNECTIONS (10)      concurrent connections
  *   BENCH_STARTS (5)            cold starts per dialect (the median is reported)
@@ -55,6 +56,8 @@ const JSON_OUTPUT = process.argv.includes('--json')
 const HOT_PATH_ONLY = process.argv.includes('--hot-path')
 /** `npm run bench -- --registry`: the registry workloads only. */
 const REGISTRY_ONLY = process.argv.includes('--registry')
+/** `npm run bench -- --memory`: logins and the mixed load with its memory readings only. */
+const MEMORY_ONLY = process.argv.includes('--memory')
 const say = (line = '') => {
   if (!JSON_OUTPUT) console.log(line)
 }
@@ -83,6 +86,15 @@ async function mixedLoad(running: Started, cookie: string): Promise<{ seconds: n
   clearInterval(sampler)
   await new Promise((resolve) => setTimeout(resolve, 2000))
   return { seconds: MIXED_SECONDS, max_rss_mb: max, rss_after_mb: rssMb(running.child), requests: { health, users_me: me, default_team: team, logins } }
+}
+
+/** A login flood, and meanwhile one client measuring the event loop through /api/health. */
+async function loginFlood(url: string, rawArgon2: number) {
+  const loginRequest: Request = { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ login: 'bench', password: PASSWORD }) }
+  const [login, healthDuringLogins] = await Promise.all([load(`${url}/api/auth/email/login`, loginRequest), load(`${url}/api/health`, {}, 1)])
+  const logins = { ...login, percent_of_raw_argon2: Math.round((login.rps / rawArgon2) * 100), health_p99_meanwhile_ms: healthDuringLogins.p99 }
+  const loginLine = `  POST /api/auth/email/login: ${login.rps} req/s, ${logins.percent_of_raw_argon2} % of raw Argon2 verify${login.non2xx ? `, ${login.non2xx} failures` : ''}; /api/health p99 meanwhile ${healthDuringLogins.p99} ms`
+  return { logins, loginLine }
 }
 
 async function main(): Promise<void> {
@@ -129,6 +141,16 @@ async function main(): Promise<void> {
           continue
         }
         const hot: Measurement[] = []
+        if (MEMORY_ONLY) {
+          const { logins, loginLine } = await loginFlood(url, rawArgon2)
+          const mixed = await mixedLoad(running, cookie)
+          ;(report.dialects as Record<string, unknown>)[dialect] = { logins, memory: { idle_rss_mb: idleRss, mixed } }
+          await stop(running.child)
+          say(`\n${dialect}:`)
+          say(loginLine)
+          say(`  RSS: ${idleRss} MB idle; ${mixed.max_rss_mb} MB at most during ${MIXED_SECONDS} s of mixed load with a login flood, ${mixed.rss_after_mb} MB after it`)
+          continue
+        }
         hot.push(await againstBare(bare.url, 'GET /api/health', `${url}/api/health`, {}, TARGETS.health[dialect]))
         // The stack's floor for the same two answers (bench/floor-server.ts), on the same database.
         const floor = await start([join(projectRoot, 'dist/bench/floor-server.js')], { DATABASE_URL: database.url, ENCRYPTION_SECRET: SECRET, PORT: String(++port) })
@@ -148,10 +170,7 @@ async function main(): Promise<void> {
           await stop(running.child)
           continue
         }
-        // A login flood, and meanwhile one client measuring the event loop through /api/health.
-        const loginRequest: Request = { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ login: 'bench', password: PASSWORD }) }
-        const [login, healthDuringLogins] = await Promise.all([load(`${url}/api/auth/email/login`, loginRequest), load(`${url}/api/health`, {}, 1)])
-        const logins = { ...login, percent_of_raw_argon2: Math.round((login.rps / rawArgon2) * 100), health_p99_meanwhile_ms: healthDuringLogins.p99 }
+        const { logins, loginLine } = await loginFlood(url, rawArgon2)
         const mixed = await mixedLoad(running, cookie)
         const satellites = await satelliteWorkloads(url, cookie, bare.url)
         const registry = await registryWorkloads(url, cookie, bare.url)
@@ -163,7 +182,7 @@ async function main(): Promise<void> {
         say(table([...hot, ...satellites, ...registry.measurements, ...catalogue.measurements]))
         for (const line of registryLines(registry)) say(`  ${line}`)
         for (const note of catalogue.notes) say(`  ${note}`)
-        say(`  POST /api/auth/email/login: ${login.rps} req/s, ${logins.percent_of_raw_argon2} % of raw Argon2 verify${login.non2xx ? `, ${login.non2xx} failures` : ''}; /api/health p99 meanwhile ${healthDuringLogins.p99} ms`)
+        say(loginLine)
         say(`  RSS: ${idleRss} MB idle; ${mixed.max_rss_mb} MB at most during ${MIXED_SECONDS} s of mixed load with a login flood, ${mixed.rss_after_mb} MB after it; ${finalRss} MB after every run`)
       } finally {
         await database.drop()

@@ -26,6 +26,8 @@ import { AccessLog, loggerOptions } from './http/logging.js'
 import { registerDocumentation, registerOpenApi } from './http/openapi.js'
 import { requestId } from './http/request-id.js'
 import { installRouteGuard } from './http/route-guard.js'
+import { requestLoggerFactory } from './http/request-logger.js'
+import { keepRouteOptions, routeOptionsOf } from './http/route-options.js'
 import { registerCors, securityHeaders } from './http/security-headers.js'
 import { installValidators } from './http/validation.js'
 import { systemClock, type Clock } from './lib/clock.js'
@@ -86,6 +88,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   const app = Fastify({
     logger: options.logger ?? loggerOptions(config),
     logController: new AccessLog(),
+    childLoggerFactory: requestLoggerFactory,
     genReqId: requestId,
     requestIdHeader: false,
     bodyLimit: BODY_LIMIT,
@@ -123,6 +126,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   })
   app.decorate('services', { getter: () => lifecycle.current })
   app.decorateRequest('caller', null)
+  keepRouteOptions(app)
   app.decorateReply('errorCode', null)
 
   installValidators(app)
@@ -150,7 +154,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     const refuse = (error: Error) => done(raisedByCore(error))
     if (isClosing()) return refuse(errors.shuttingDown())
     if (request.is404) return done()
-    const { auth, beforeSetup, limiter, plugin } = request.routeOptions.config
+    const { auth, beforeSetup, limiter, plugin } = routeOptionsOf(request).config
     // The routes of a plugin that failed after adding them do not exist.
     if (plugin !== undefined && plugin.status !== 'loaded') return refuse(errors.routeNotFound(request.method, request.url))
     if (beforeSetup !== true && !lifecycle.ready) return refuse(errors.databaseNotConfigured())

@@ -7,6 +7,7 @@ import { AppError, errors, type ErrorCode } from './errors.js'
 import { errorForLog } from './logging.js'
 import { prefersHtml, refusalPage, sendPage } from './pages.js'
 import { toFieldProblems } from './validation.js'
+import { routeOptionsOf } from './route-options.js'
 
 /** The router's limit on one path parameter; longer ones answer 400 before routing. */
 export const MAX_PARAM_LENGTH = 1000
@@ -78,13 +79,13 @@ export type ErrorHandler = (error: FastifyError, request: FastifyRequest, reply:
 export function coreErrorHandler(bodyLimit: number): ErrorHandler {
   return (error, request, reply) => {
     // A route may have a lower limit than the service's (plugin collection documents): name that one.
-    sendError(request, reply, toAppError(error, request.routeOptions?.bodyLimit ?? bodyLimit), error)
+    sendError(request, reply, toAppError(error, routeOptionsOf(request).bodyLimit ?? bodyLimit), error)
   }
 }
 
 function sendError(request: FastifyRequest, reply: FastifyReply, appError: AppError, cause: unknown): FastifyReply {
   // OAuth protocol endpoints answer RFC 6749 errors for every failure.
-  const oauthStyle = request.routeOptions?.config?.oauthErrors
+  const oauthStyle = routeOptionsOf(request).config?.oauthErrors
   const rfcError = appError.oauthError ?? (oauthStyle === undefined ? undefined : rfcErrorFor(appError.statusCode, oauthStyle))
   // A 500 is a fault: logged with its error and stack. A 502 or 503 is an expected condition (a
   // database outage, setup mode, mail switched off, an SMTP server refusing, a shutdown): a warning
@@ -93,12 +94,12 @@ function sendError(request: FastifyRequest, reply: FastifyReply, appError: AppEr
   if (appError.statusCode === 500) request.log.error({ err: cause }, 'request failed')
   else if (appError.statusCode > 500) {
     const reason = cause === appError ? undefined : causeText(cause)
-    request.log.warn({ code: appError.code, route: request.routeOptions?.url, ...(reason === undefined ? {} : { reason }) }, appError.message)
+    request.log.warn({ code: appError.code, route: routeOptionsOf(request).url, ...(reason === undefined ? {} : { reason }) }, appError.message)
   }
   reply.errorCode = appError.code
   if (appError.headers) reply.headers(appError.headers)
   // A browser that followed a link or sent a form reads a page, not an envelope.
-  const page = request.routeOptions?.config?.htmlRefusals
+  const page = routeOptionsOf(request).config?.htmlRefusals
   if (page !== undefined && prefersHtml(request)) return sendPage(reply, appError.statusCode, refusalPage(appError, page.hint))
   return reply.code(appError.statusCode).send({
     success: false,

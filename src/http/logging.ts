@@ -3,6 +3,8 @@ import { LogController, type FastifyReply, type FastifyRequest, type FastifyServ
 import pino from 'pino'
 import type PinoPretty from 'pino-pretty'
 import type { Config } from '../config.js'
+import { RequestLogger } from './request-logger.js'
+import { routeOptionsOf } from './route-options.js'
 
 declare module 'fastify' {
   interface FastifyReply {
@@ -52,13 +54,14 @@ export class AccessLog extends LogController {
       return
     }
     // Load balancers probe health every few seconds; those lines would drown the rest.
-    const quiet = reply.errorCode === null && request.routeOptions?.config?.quietLog === true
-    const log = reply.log as unknown as PinoInternals
-    if (!log.isLevelEnabled(quiet ? 'debug' : 'info')) return
-    if (!quiet && writesOwnFormat(log)) return void stream(log).write(accessLine(log, request, reply))
+    const quiet = reply.errorCode === null && routeOptionsOf(request).config?.quietLog === true
+    if (!(reply.log as unknown as PinoInternals).isLevelEnabled(quiet ? 'debug' : 'info')) return
+    // The request's own logger is seldom built (request-logger.ts): the line is the parent's, with the request's bindings.
+    const log = (reply.log instanceof RequestLogger ? reply.log.parent : reply.log) as unknown as PinoInternals
+    if (!quiet && writesOwnFormat(log)) return void stream(log).write(accessLine(requestBindings(reply.log), request, reply))
     const fields = reply.errorCode === null
       ? { req: request, res: reply, responseTime: reply.elapsedTime }
-      : { req: request, res: reply, responseTime: reply.elapsedTime, code: reply.errorCode, route: request.routeOptions?.url }
+      : { req: request, res: reply, responseTime: reply.elapsedTime, code: reply.errorCode, route: routeOptionsOf(request).url }
     if (quiet) reply.log.debug(fields, 'request completed')
     else reply.log.info(fields, 'request completed')
   }
@@ -70,6 +73,10 @@ const { chindingsSym, formattersSym, mixinSym, streamSym, timeSym, messageKeySym
 interface PinoInternals extends Record<symbol, unknown> {
   isLevelEnabled(level: string): boolean
 }
+
+/** A request logger's bindings as its lines show them: `,"pid":…,"hostname":…,"reqId":…`. */
+const requestBindings = (log: unknown): string =>
+  log instanceof RequestLogger ? log.lineBindings() : ((log as PinoInternals)[chindingsSym] as string)
 
 const stream = (log: PinoInternals) => log[streamSym] as { write(line: string): void }
 
@@ -83,14 +90,14 @@ const writesOwnFormat = (log: PinoInternals): boolean =>
  * serializers, at a sixth of the cost (pino's generic serializer was the largest single cost of a
  * refused request). Only for loggers built from `loggerOptions` (see `writesOwnFormat`).
  */
-function accessLine(log: PinoInternals, request: FastifyRequest, reply: FastifyReply): string {
+function accessLine(bindings: string, request: FastifyRequest, reply: FastifyReply): string {
   const { method, url, remoteAddress } = requestForLog(request)
-  let line = `{"level":30,"time":${Date.now()}${log[chindingsSym] as string},"req":{"method":${JSON.stringify(method)},"url":${JSON.stringify(url)}`
+  let line = `{"level":30,"time":${Date.now()}${bindings},"req":{"method":${JSON.stringify(method)},"url":${JSON.stringify(url)}`
   if (remoteAddress !== undefined) line += `,"remoteAddress":${JSON.stringify(remoteAddress)}`
   line += `},"res":{"statusCode":${reply.statusCode}},"responseTime":${reply.elapsedTime}`
   if (reply.errorCode !== null) {
     line += `,"code":${JSON.stringify(reply.errorCode)}`
-    const route = request.routeOptions?.url
+    const route = routeOptionsOf(request).url
     if (route !== undefined) line += `,"route":${JSON.stringify(route)}`
   }
   return `${line},"msg":"request completed"}\n`

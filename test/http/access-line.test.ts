@@ -1,21 +1,29 @@
 import Fastify, { type FastifyInstance } from 'fastify'
+import { pino as pinoLogger } from 'pino'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { AccessLog } from '../../src/http/logging.js'
 import { requestId } from '../../src/http/request-id.js'
+import { RequestLogger, requestLoggerFactory } from '../../src/http/request-logger.js'
 import { captureLogs, type LogCapture } from '../helpers/log-capture.js'
 
 /**
- * The access line is serialized by hand for loggers built from `loggerOptions`. It must be the
- * line pino itself writes: the same app with a logger pino formats (a log formatter that is not
- * ours turns the hand-written line off) must log the same bytes, time aside.
+ * The access line is serialized by hand for loggers built from `loggerOptions`, and a request's
+ * own logger is built only when it writes a line of its own. The lines must be those pino itself
+ * writes: the same app with a logger pino formats (a log formatter that is not ours turns the
+ * hand-written line off) must log the same bytes, time aside.
  */
 
 async function appWith(logs: LogCapture, ownFormat: boolean): Promise<FastifyInstance> {
   const logger = logs.logger as { formatters: { log: (object: Record<string, unknown>) => Record<string, unknown> } }
   const formatted = ownFormat ? logger : { ...logger, formatters: { log: (object: Record<string, unknown>) => logger.formatters.log(object) } }
-  const app = Fastify({ logger: formatted, logController: new AccessLog(), genReqId: requestId, requestIdHeader: false })
+  const app = Fastify({ logger: formatted, logController: new AccessLog(), childLoggerFactory: requestLoggerFactory, genReqId: requestId, requestIdHeader: false })
   app.decorateReply('errorCode', null)
   app.get('/ok', async () => ({ ok: true }))
+  app.get('/says', async (request) => {
+    request.log.debug('below the level')
+    request.log.info({ step: 1 }, 'a line of its own')
+    return { ok: true }
+  })
   app.get('/teams/:id', async (_request, reply) => {
     reply.errorCode = 'NOT_FOUND'
     return reply.code(404).send({ success: false })
@@ -28,7 +36,7 @@ async function appWith(logs: LogCapture, ownFormat: boolean): Promise<FastifyIns
   return app
 }
 
-const URLS = ['/ok', '/ok?token=secret&x=1', '/teams/%22quoted%22?q=1', '/teams/%E2%9C%93', '/nowhere/"\\?a', '/teams/x\u00e9']
+const URLS = ['/ok', '/ok?token=secret&x=1', '/teams/%22quoted%22?q=1', '/teams/%E2%9C%93', '/nowhere/"\\?a', '/teams/x\u00e9', '/says']
 
 describe('the hand-written access line', () => {
   const hand = captureLogs('info')
@@ -50,7 +58,8 @@ describe('the hand-written access line', () => {
       }
     }
     const normalise = (line: string) => line.replace(/"time":\d+/, '"time":0').replace(/"responseTime":[0-9.e-]+/, '"responseTime":0')
-    expect(hand.lines).toHaveLength(URLS.length)
+    // One access line per request, and the route's own line before its access line.
+    expect(hand.lines).toHaveLength(URLS.length + 1)
     expect(hand.lines.map(normalise)).toEqual(pino.lines.map(normalise))
     // Both parse, and the query string (where links carry secrets) never reaches the log.
     const parsed = hand.lines.map((line) => JSON.parse(line) as Record<string, any>)
@@ -58,6 +67,8 @@ describe('the hand-written access line', () => {
     expect(parsed[2]).toMatchObject({ code: 'NOT_FOUND', route: '/teams/:id', res: { statusCode: 404 } })
     expect(parsed[4]).toMatchObject({ code: 'NOT_FOUND', req: { url: '/nowhere/%22/?[query omitted]' } })
     expect(parsed[4]!.route).toBeUndefined()
+    expect(parsed[6]).toMatchObject({ level: 30, msg: 'a line of its own', step: 1, reqId: 'req-6' })
+    expect(parsed[7]).toMatchObject({ msg: 'request completed', reqId: 'req-6', req: { url: '/says' } })
     expect(hand.text()).not.toContain('secret')
   })
 
@@ -67,5 +78,32 @@ describe('the hand-written access line', () => {
     await app.inject({ method: 'GET', url: '/ok' })
     await app.close()
     expect(quiet.lines).toEqual([])
+  })
+})
+
+describe('a request logger', () => {
+  it('follows its parent level until it is built, then logs as a pino child would', () => {
+    const lines: string[] = []
+    const parent = pinoLogger({ level: 'warn' }, { write: (line: string) => void lines.push(line) })
+    const log = requestLoggerFactory.call({} as never, parent, { reqId: 'r-1' }, {}, {} as never) as unknown as RequestLogger
+    expect(log).toBeInstanceOf(RequestLogger)
+    log.info('dropped')
+    expect(log.level).toBe('warn')
+    parent.level = 'info'
+    expect(log.isLevelEnabled('info')).toBe(true)
+    log.info({ n: 1 }, 'kept')
+    log.level = 'error'
+    log.warn('dropped too')
+    expect(parent.level).toBe('info')
+    log.child({ sub: true }).error('from a child')
+    expect(lines.map((line) => JSON.parse(line) as Record<string, unknown>)).toMatchObject([
+      { level: 30, reqId: 'r-1', n: 1, msg: 'kept' },
+      { level: 50, reqId: 'r-1', sub: true, msg: 'from a child' },
+    ])
+  })
+
+  it('is pino\u2019s own child when a route asks for options of its own', () => {
+    const parent = pinoLogger({ level: 'info' })
+    expect(requestLoggerFactory.call({} as never, parent, { reqId: 'r-2' }, { level: 'debug' }, {} as never)).not.toBeInstanceOf(RequestLogger)
   })
 })

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Registry } from 'prom-client'
+import { routeOptionsOf } from '../../http/route-options.js'
 
 /** The route label of a request no route matched: the raw URL would make the label set unbounded. */
 const UNMATCHED_ROUTE = 'unmatched'
@@ -108,7 +109,7 @@ export class RequestMetrics {
   observe(request: FastifyRequest, reply: FastifyReply): void {
     const seconds = reply.elapsedTime / 1000
     if (request.is404) return this.unmatched.observe(request.method, reply.statusCode, seconds)
-    const { config } = request.routeOptions
+    const { config } = routeOptionsOf(request)
     let route = this.routes.get(config)
     if (route === undefined) this.routes.set(config, (route = new RouteSeries(this.histogram, config.url)))
     route.observe(request.method, reply.statusCode, seconds)
