@@ -67,6 +67,8 @@ export interface Request {
   body?: string
   /** Paths that each connection requests in turn (instead of the URL's own path). */
   paths?: string[]
+  /** At most this many requests per second over all connections: a probe of latency, not a load. */
+  rate?: number
 }
 
 export interface Load {
@@ -87,6 +89,7 @@ export async function load(url: string, request: Request = {}, connections = CON
   const options = {
     url, connections, method: request.method ?? 'GET', headers: request.headers ?? {}, body: request.body,
     ...(request.paths === undefined ? {} : { requests: request.paths.map((path) => ({ method: 'GET' as const, path })) }),
+    ...(request.rate === undefined ? {} : { overallRate: request.rate }),
   }
   // Warm-up (JIT, pools) first; only the second run is reported.
   await autocannon({ ...options, duration: WARMUP_SECONDS })

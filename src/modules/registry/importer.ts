@@ -7,7 +7,8 @@ import type { Database, Db } from '../../db/types.js'
 import type { Clock } from '../../lib/clock.js'
 import type { AuditLog } from '../audit/service.js'
 import { insertWithDerivedSlug } from '../catalogue/slugs.js'
-import { catalogueEntryOf, readServerJson, type CatalogueEntry, type DocumentProblem, type IncomingDocument } from './server-json.js'
+import { readServerJson, type DocumentProblem, type IncomingDocument } from './server-json.js'
+import { catalogueEntryOf, type CatalogueEntry } from './server-json-catalogue.js'
 
 /**
  * Imports server.json documents into the catalogue: upsert by registry name, one catalogue

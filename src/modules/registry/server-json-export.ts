@@ -2,7 +2,8 @@ import type { ServerRow } from '../../db/repositories/server-filters.js'
 import type { VersionRow } from '../../db/repositories/server-versions.js'
 import type { ServerPackage } from '../catalogue/entries.js'
 import { isObject } from './server-json-shapes.js'
-import { httpUrlOrNull, OFFICIAL_META, SERVER_SCHEMA_URL, type RegistryPackage, type ServerJson } from './server-json.js'
+import { OFFICIAL_META, SERVER_SCHEMA_URL, type RegistryPackage, type ServerJson } from './server-json.js'
+import { httpUrlOrNull } from './server-json-catalogue.js'
 
 /**
  * The catalogue written as the MCP Registry's `server.json` (2025-12-11): the document of one
