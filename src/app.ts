@@ -29,6 +29,7 @@ import { installRouteGuard } from './http/route-guard.js'
 import { requestLoggerFactory } from './http/request-logger.js'
 import { keepRouteOptions, routeOptionsOf } from './http/route-options.js'
 import { registerCors, securityHeaders } from './http/security-headers.js'
+import { sharedSerializers } from './http/serializers.js'
 import { installValidators } from './http/validation.js'
 import { systemClock, type Clock } from './lib/clock.js'
 import { mailRoutes } from './modules/mail/routes.js'
@@ -89,6 +90,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     logger: options.logger ?? loggerOptions(config),
     logController: new AccessLog(),
     childLoggerFactory: requestLoggerFactory,
+    schemaController: { compilersFactory: { buildSerializer: sharedSerializers } },
     genReqId: requestId,
     requestIdHeader: false,
     bodyLimit: BODY_LIMIT,

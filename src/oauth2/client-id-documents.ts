@@ -5,6 +5,7 @@ import { Type } from 'typebox'
 import type { IncomingHttpHeaders } from 'node:http'
 import { AppError } from '../http/errors.js'
 import type { Clock } from '../lib/clock.js'
+import { lazy } from '../lib/lazy.js'
 import { OutboundError, type OutboundResponse } from '../lib/outbound-fetch.js'
 import { settleClient, type ClientDescription } from './client-rules.js'
 import type { OAuthClient } from './clients.js'
@@ -52,7 +53,7 @@ export interface DocumentFetcher {
 
 /** The metadata a document may hold: a registration body (same limits and formats) with its `client_id`. */
 const DocumentSchema = Type.Object({ client_id: Type.String({ minLength: 1 }), ...RegisterBody.properties }, { additionalProperties: true })
-const validateDocument = addFormats.default(new Ajv({ allErrors: false, strict: false })).compile(DocumentSchema)
+const validateDocument = lazy(() => addFormats.default(new Ajv({ allErrors: false, strict: false })).compile(DocumentSchema))
 
 interface Cached {
   client: OAuthClient
@@ -136,7 +137,8 @@ function clientOf(clientId: string, url: URL, response: OutboundResponse): OAuth
   if (fields.token_endpoint_auth_method !== undefined && fields.token_endpoint_auth_method !== 'none') {
     throw new ClientDocumentRefused('its token_endpoint_auth_method must be none: every client of this service is public and uses PKCE')
   }
-  if (!validateDocument(fields)) throw new ClientDocumentRefused(describeProblem(validateDocument.errors?.[0]))
+  const validate = validateDocument()
+  if (!validate(fields)) throw new ClientDocumentRefused(describeProblem(validate.errors?.[0]))
   const description = fields as unknown as ClientDescription
   let settled
   try {

@@ -1,6 +1,7 @@
 import { Ajv, type ErrorObject } from 'ajv'
 import addFormats from 'ajv-formats'
 import { Type, type TSchema } from 'typebox'
+import { lazy } from '../../lib/lazy.js'
 
 /**
  * The rules of the MCP Registry's `server.json` format, revision 2025-12-11, written as this
@@ -138,18 +139,23 @@ export interface DocumentProblem {
   message: string
 }
 
-const ajv = addFormats.default(new Ajv({ allErrors: true, strict: false, discriminator: true, verbose: true }))
-const validateDetail = ajv.compile(ServerDetail)
+// Compiled on the first import, not at start-up (a quarter of a second of it).
+const ajv = lazy(() => addFormats.default(new Ajv({ allErrors: true, strict: false, discriminator: true, verbose: true })))
+const validateDetail = lazy(() => ajv().compile(ServerDetail))
 
 /** The problems of a document under the 2025-12-11 rules; empty when it follows them. */
 export function detailProblems(document: unknown): DocumentProblem[] {
-  return validateDetail(document) ? [] : problemsOf(validateDetail.errors ?? [])
+  const validate = validateDetail()
+  return validate(document) ? [] : problemsOf(validate.errors ?? [])
 }
 
-/** A validator for another schema, with the same options and the same plain-words problems. */
+/** A validator for another schema, with the same options and the same plain-words problems (compiled on first use). */
 export function checker(schema: TSchema): (value: unknown, field: (path: string[]) => string) => DocumentProblem[] {
-  const validate = ajv.compile(schema)
-  return (value, field) => (validate(value) ? [] : problemsOf(validate.errors ?? [], field))
+  const compiled = lazy(() => ajv().compile(schema))
+  return (value, field) => {
+    const validate = compiled()
+    return validate(value) ? [] : problemsOf(validate.errors ?? [], field)
+  }
 }
 
 /** `packages[0].transport.url` from path segments. */
