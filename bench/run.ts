@@ -18,8 +18,8 @@ import { satelliteWorkloads } from './satellites.js'
  *
  * The service runs as `npm start` runs it (its environment and Node flags, read from package.json, default
  * log level, standard output discarded), in its own process, against a bare Fastify route in
- * another; the bare route is measured right before each workload, since this machine's speed
- * drifts within minutes. For each dialect: cold start; the authenticated hot path (health, the
+ * another; the bare route and each workload are measured in alternating one-second slices, since
+ * this machine's speed drifts within minutes. For each dialect: cold start; the authenticated hot path (health, the
  * 401 of a request without credentials, a session and a bearer token on /api/users/me and
  * /api/teams/me/default) against its target ratio to bare, next to the stack's floor for the same
  * answers (bench/floor-server.ts); logins against raw Argon2id; resident

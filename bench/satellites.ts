@@ -4,7 +4,7 @@ import { againstBare, type Measurement } from './harness.js'
  * The satellite workloads, against a running server: heartbeats with an API key (one indexed
  * lookup by the key's digest, then one UPDATE per request), and registrations refused for a bad
  * signature (the cost of verifying a JWT, with no database access), each as a ratio to a bare
- * route measured right before it.
+ * route measured alongside it.
  */
 export async function satelliteWorkloads(url: string, cookie: string, bareUrl: string): Promise<Measurement[]> {
   const json = { 'content-type': 'application/json' }
