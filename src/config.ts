@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { parseEnv } from 'node:util'
+import { hostEntry, isHttpUrl, parseDatabaseUrl, parseMailSender } from './config-values.js'
 
 /**
  * The environment, read once, validated (every problem reported together), typed and frozen.
@@ -229,36 +230,6 @@ function readStoredSecret(file: string): string | null {
   return stored
 }
 
-function parseDatabaseUrl(url: string): DatabaseTarget | string {
-  if (url.startsWith('sqlite:')) {
-    const path = url.slice('sqlite:'.length)
-    if (path === '') return 'DATABASE_URL sqlite: needs a path (or sqlite::memory:)'
-    return { dialect: 'sqlite', path: path === ':memory:' ? ':memory:' : resolve(path), url }
-  }
-  if (/^postgres(ql)?:\/\/.+/.test(url)) {
-    try {
-      new URL(url)
-      return { dialect: 'postgresql', url }
-    } catch {
-      return 'DATABASE_URL is not a valid postgres:// URL'
-    }
-  }
-  return 'DATABASE_URL must be sqlite:<path>, sqlite::memory: or postgres://…'
-}
-
-/**
- * `Name <address>`, `"Name" <address>` or a bare address, each part at most 255 characters (the
- * length of the sender settings). The address check is deliberately loose (one @, no spaces,
- * quotes or angle brackets): the SMTP server has the last word on it.
- */
-function parseMailSender(value: string): MailSender | null {
-  const named = /^([^<>]*?)\s*<([^<>]+)>$/.exec(value)
-  const name = named === null ? '' : named[1]!.replace(/^"(.*)"$/, '$1').trim()
-  const address = named === null ? value : named[2]!.trim()
-  if (!/^[^\s@<>"]+@[^\s@<>"]+$/.test(address) || address.length > 255 || name.length > 255) return null
-  return { name: name === '' ? null : name, address }
-}
-
 /** Dev and test only: one random secret per data directory, kept private to this user. */
 function generatedSecret(dataDir: string, warnings: string[]): string {
   const file = join(dataDir, SECRET_FILE)
@@ -276,32 +247,6 @@ function generatedSecret(dataDir: string, warnings: string[]): string {
       'token and satellite key stops working. NODE_ENV=production requires ENCRYPTION_SECRET.',
   )
   return secret
-}
-
-/**
- * An OUTBOUND_ALLOWED_HOSTS entry as the URL parser writes its host (lower case, IPv6 in
- * brackets), with its port when given — even 443, so `host:443` does not widen to every port.
- */
-function hostEntry(entry: string): string | null {
-  const match = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)(?::(\d{1,5}))?$/.exec(entry)
-  if (match === null) return null
-  const port = match[2] === undefined ? null : Number(match[2])
-  if (port !== null && (port < 1 || port > 65535)) return null
-  try {
-    const { hostname } = new URL(`https://${match[1]}/`)
-    return port === null ? hostname : `${hostname}:${port}`
-  } catch {
-    return null
-  }
-}
-
-function isHttpUrl(value: string): boolean {
-  try {
-    const { protocol } = new URL(value)
-    return protocol === 'http:' || protocol === 'https:'
-  } catch {
-    return false
-  }
 }
 
 function deepFreeze<T extends object>(value: T): Readonly<T> {
