@@ -104,9 +104,12 @@ async function run(url: string, request: Request, connections: number, seconds: 
 const cpuPerRequest = (micros: number | undefined, requests: number) =>
   micros === undefined || requests === 0 ? {} : { cpu_us: Math.round((micros / requests) * 10) / 10 }
 
+/** Warm-up (JIT, pools) before a measured run: not reported. */
+const warmUp = (url: string, request: Request, connections: number) =>
+  autocannon({ ...loadOptions(url, request, connections), duration: WARMUP_SECONDS })
+
 export async function load(url: string, request: Request = {}, connections = CONNECTIONS, seconds = SECONDS): Promise<Load> {
-  // Warm-up (JIT, pools) first; only the second run is reported.
-  await autocannon({ ...loadOptions(url, request, connections), duration: WARMUP_SECONDS })
+  await warmUp(url, request, connections)
   const { result, cpuMicros: micros } = await run(url, request, connections, seconds)
   return { rps: Math.round(result.requests.average), p50: result.latency.p50, p99: result.latency.p99, non2xx: result.non2xx + result.errors, ...cpuPerRequest(micros, result.requests.total) }
 }
@@ -133,7 +136,7 @@ const SLICE_SECONDS = 1
  */
 export async function againstBare(bareUrl: string, workload: string, url: string, request: Request = {}, targetPercent?: number, connections = CONNECTIONS): Promise<Measurement> {
   const sides = [{ url: `${bareUrl}/api/health`, request: {} as Request }, { url, request }]
-  for (const side of sides) await autocannon({ ...loadOptions(side.url, side.request, connections), duration: WARMUP_SECONDS })
+  for (const side of sides) await warmUp(side.url, side.request, connections)
   const totals = sides.map(() => ({ requests: 0, seconds: 0, cpu: 0 as number | undefined, p50: [] as number[], p99: 0, non2xx: 0 }))
   for (let slice = 0; slice < Math.max(1, Math.round(SECONDS / SLICE_SECONDS)); slice++) {
     for (const [index, side] of sides.entries()) {
