@@ -4,6 +4,7 @@ import { migrate } from 'drizzle-orm/node-postgres/migrator'
 import pg from 'pg'
 import { migrationsFolder } from '../paths.js'
 import { DatabaseUnavailableError } from './errors.js'
+import { RowStatement } from './pg-row-statement.js'
 import * as schema from './schema/pg/index.js'
 import type { Database, Db, QueryTimer } from './types.js'
 
@@ -182,8 +183,22 @@ export function openPostgres({ url, poolSize, onError, onQuery }: PgOptions): Da
     db,
     t: schema,
     prepareRow(name, sql) {
-      const query = { name, text: sql, rowMode: 'array' as const, types: DRIVER_VALUES }
-      return async (values) => (await pool.query({ ...query, values })).rows[0] as unknown[] | undefined
+      const statement = new RowStatement(name, sql, (oid) => DRIVER_VALUES.getTypeParser(oid, 'text') as (text: string) => unknown)
+      return async (values) => {
+        const execution = statement.run(values)
+        const client = (await pool.connect()) as pg.PoolClient
+        let failure: unknown
+        try {
+          return await new Promise<unknown[] | undefined>((resolve, reject) => {
+            client.query(execution as never, ((error: Error | null, row?: unknown[]) => (error ? reject(error) : resolve(row))) as never)
+          })
+        } catch (error) {
+          failure = error
+          throw error
+        } finally {
+          client.release(failure instanceof DatabaseUnavailableError ? failure : undefined)
+        }
+      }
     },
     async transaction(fn) {
       // As on SQLite, a transaction opened inside another joins it: a second pool connection

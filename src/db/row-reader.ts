@@ -9,8 +9,9 @@ type Rows<P extends Parts> = { [K in keyof P]: P[K]['$inferSelect'] }
 /**
  * The credential lookups every authenticated request makes, run on the driver directly: the SQL
  * is the query builder's (built once, from a flat selection of every column of each table, in
- * order), the statement is prepared once (better-sqlite3) or named (pg), and its array row is
- * decoded here with each column's own decoder, as Drizzle would. This removes Drizzle's per-call
+ * order), the statement is prepared once (better-sqlite3) or named and described once (pg, see
+ * pg-row-statement.ts), and its array row is decoded here with each column's own decoder, as
+ * Drizzle would. This removes Drizzle's per-call
  * work (about a tenth of a session read's CPU). Tables named in `optional` come from a left join:
  * they are null when their primary key is.
  */
