@@ -3,6 +3,7 @@ import { LogController, type FastifyReply, type FastifyRequest, type FastifyServ
 import pino from 'pino'
 import type PinoPretty from 'pino-pretty'
 import type { Config } from '../config.js'
+import { LineBatch } from './log-batch.js'
 import { RequestLogger } from './request-logger.js'
 import { routeOptionsOf } from './route-options.js'
 
@@ -161,23 +162,24 @@ const logError = (error: Error) => errorForLog(error) as { type: string; message
 const LOG_FLUSH_MS = 100
 
 /**
- * Standard output, written synchronously in chunks of up to 4 KiB: a busy instance makes one
- * system call for many lines, a quiet one writes what it has every 100 ms, and what is pending is
- * written when the process exits. (pino's asynchronous mode hands every write to a libuv thread:
+ * Standard output, written synchronously in chunks of about 4 KiB (log-batch.ts): a busy instance
+ * makes one system call for many lines, a quiet one writes what it has every 100 ms (nothing when
+ * it has nothing), and what is pending is written when the process exits. (pino's asynchronous mode hands every write to a libuv thread:
  * measured, that cost more per request than the line itself.)
  */
 function bufferedStdout() {
   if (stdout === null) {
-    const stream = pino.destination({ dest: 1, sync: true, minLength: 4096 })
-    setInterval(() => stream.flush(), LOG_FLUSH_MS).unref()
-    process.once('exit', () => stream.flushSync())
-    stdout = stream
+    // sonic-boom writes each chunk at once (and copes with a pipe that is full or a write that is cut short).
+    const batch = new LineBatch(pino.destination({ dest: 1, sync: true }), 4096)
+    setInterval(() => batch.flush(), LOG_FLUSH_MS).unref()
+    process.once('exit', () => batch.flushSync())
+    stdout = batch
   }
   return stdout
 }
 
 /** One per process, shared by every app it builds: standard output is one. */
-let stdout: ReturnType<typeof pino.destination> | null = null
+let stdout: LineBatch | null = null
 
 /** Folded into a pretty line's text rather than printed as fields beneath it. */
 const FOLDED_FIELDS = 'pid,hostname,req,res,responseTime,reqId,code,route'
