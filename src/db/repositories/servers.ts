@@ -1,5 +1,6 @@
 import { and, asc, count, eq, inArray, or, sql } from 'drizzle-orm'
 import { violatedUniqueIndex } from '../errors.js'
+import { rowReader } from '../row-reader.js'
 import type { Database, Db } from '../types.js'
 import { serverColumns, serverConditions, serverOrder, type CatalogueViewer, type ServerFilter, type ServerRow, type ServerSort } from './server-filters.js'
 
@@ -28,8 +29,13 @@ export function serversRepository(database: Database, executor: Db = database.db
   let stampStatements: ReturnType<typeof prepareStamp> | undefined
   function prepareStamp() {
     const myTeams = db.select({ teamId: t.teamMembers.teamId }).from(t.teamMembers).where(eq(t.teamMembers.userId, sql.placeholder('userId')))
+    // The revision, one row, on the driver directly as the credential lookups are (row-reader.ts).
+    const revisionRow = rowReader(database, 'catalogue_revision_row', { revision: t.catalogueRevision }, (selection) => database.db
+      .select(selection)
+      .from(t.catalogueRevision)
+      .where(eq(t.catalogueRevision.id, 1)))
     return {
-      revision: db.select({ revision: t.catalogueRevision.revision }).from(t.catalogueRevision).where(eq(t.catalogueRevision.id, 1)).prepare('catalogue_revision'),
+      revision: async () => (await revisionRow({}))?.revision.revision ?? 0,
       teams: db.selectDistinct({ teamId: s.ownerTeamId }).from(s)
         .where(and(eq(s.visibility, 'team'), inArray(s.ownerTeamId, myTeams)))
         .orderBy(asc(s.ownerTeamId))
@@ -57,9 +63,9 @@ export function serversRepository(database: Database, executor: Db = database.db
      */
     async listStamp(viewer: CatalogueViewer): Promise<string> {
       stampStatements ??= prepareStamp()
-      if (viewer.isGlobalAdmin) return `${(await stampStatements.revision.execute())[0]?.revision ?? 0}|admin`
-      const [[row], teams] = await Promise.all([stampStatements.revision.execute(), stampStatements.teams.execute({ userId: viewer.userId })])
-      return `${row?.revision ?? 0}|${teams.map((team) => team.teamId).join(',')}`
+      if (viewer.isGlobalAdmin) return `${await stampStatements.revision()}|admin`
+      const [revision, teams] = await Promise.all([stampStatements.revision(), stampStatements.teams.execute({ userId: viewer.userId })])
+      return `${revision}|${teams.map((team) => team.teamId).join(',')}`
     },
 
     /** By id, else by slug; only a server the viewer can see. */
