@@ -2,6 +2,7 @@ import cookie from '@fastify/cookie'
 import BetterSqlite3 from 'better-sqlite3'
 import Fastify from 'fastify'
 import pg from 'pg'
+import { RowStatement } from '../src/db/pg-row-statement.js'
 import { deriveKey } from '../src/lib/keys.js'
 import { createDigester } from '../src/lib/tokens.js'
 
@@ -32,9 +33,20 @@ function lookup(url: string): (digest: string) => Promise<Row | undefined> {
     const statement = client.prepare(LOOKUP.replace('$true', '1').replace('$1', '?').replace('$2', '?')).raw(true)
     return async (digest) => statement.get(digest, Date.now()) as Row | undefined
   }
+  // The service's own way with pg (src/db/pg-row-statement.ts): a named statement whose result is
+  // described once, then Bind, Execute and Sync per lookup.
   const pool = new pg.Pool({ connectionString: url, max: 10 })
-  const text = LOOKUP.replace('$true', 'true')
-  return async (digest) => (await pool.query<Row>({ name: 'floor_lookup', text, values: [digest, new Date()], rowMode: 'array' })).rows[0]
+  const statement = new RowStatement('floor_lookup', LOOKUP.replace('$true', 'true'), (oid) => pg.types.getTypeParser(oid, 'text'))
+  return async (digest) => {
+    const client = await pool.connect()
+    try {
+      return await new Promise<Row | undefined>((resolve, reject) => {
+        client.query(statement.run([digest, new Date()]) as never, ((error: Error | null, row?: unknown[]) => (error ? reject(error) : resolve(row as Row | undefined))) as never)
+      })
+    } finally {
+      client.release()
+    }
+  }
 }
 
 const find = lookup(process.env.DATABASE_URL!)
