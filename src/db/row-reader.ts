@@ -11,9 +11,8 @@ type Rows<P extends Parts> = { [K in keyof P]: P[K]['$inferSelect'] }
  * is the query builder's (built once, from a flat selection of every column of each table, in
  * order), the statement is prepared once (better-sqlite3) or named and described once (pg, see
  * pg-row-statement.ts), and its array row is decoded here with each column's own decoder, as
- * Drizzle would. This removes Drizzle's per-call
- * work (about a tenth of a session read's CPU). Tables named in `optional` come from a left join:
- * they are null when their primary key is.
+ * Drizzle would. This removes Drizzle's per-call work (about a tenth of a session read's CPU).
+ * Tables named in `optional` come from a left join: they are null when their primary key is.
  */
 export function rowReader<P extends Parts, O extends keyof P = never>(
   database: Database,

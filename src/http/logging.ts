@@ -164,8 +164,9 @@ const LOG_FLUSH_MS = 100
 /**
  * Standard output, written synchronously in chunks of about 4 KiB (log-batch.ts): a busy instance
  * makes one system call for many lines, a quiet one writes what it has every 100 ms (nothing when
- * it has nothing), and what is pending is written when the process exits. (pino's asynchronous mode hands every write to a libuv thread:
- * measured, that cost more per request than the line itself.)
+ * it has nothing), and what is pending is written when the process exits. (pino's asynchronous
+ * mode hands every write to a libuv thread: measured, that cost more per request than the line
+ * itself.)
  */
 function bufferedStdout() {
   if (stdout === null) {
