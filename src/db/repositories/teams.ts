@@ -2,6 +2,7 @@ import { and, asc, count, eq, ne, sql } from 'drizzle-orm'
 import type { TeamRole } from '../../auth/permissions.js'
 import { slugCandidates, slugify } from '../../lib/slug.js'
 import { newId } from '../ids.js'
+import { rowReader } from '../row-reader.js'
 import type { Database, Db } from '../types.js'
 
 export type TeamRow = Database['t']['teams']['$inferSelect']
@@ -41,6 +42,13 @@ export function defaultTeamOfUser({ t, dialect }: Database) {
  * team_admin (it cannot be given members or transferred), so the row alone says everything.
  */
 export const asOwnDefaultTeam = (team: TeamRow): CallerTeam => ({ ...team, memberCount: 1, role: 'team_admin' })
+
+/** The membership lookup of the root repository, built on first use (one per database). */
+const membershipRows = new WeakMap<Database, ReturnType<typeof membershipReader>>()
+const membershipReader = (database: Database) => rowReader(database, 'team_membership_row', { member: database.t.teamMembers }, (selection) => database.db
+  .select(selection)
+  .from(database.t.teamMembers)
+  .where(and(eq(database.t.teamMembers.userId, sql.placeholder('userId')), eq(database.t.teamMembers.teamId, sql.placeholder('teamId')))))
 
 export function teamsRepository(database: Database, executor: Db = database.db) {
   const { t, dialect } = database
@@ -147,7 +155,16 @@ export function teamsRepository(database: Database, executor: Db = database.db) 
       return db.select().from(t.teams).where(and(eq(t.teams.ownerId, userId), eq(t.teams.isDefault, false)))
     },
 
+    /**
+     * The route policy asks this on every team-scoped request: outside a transaction it runs on the
+     * driver (row-reader.ts). Inside one it must see the transaction's own writes, on its connection.
+     */
     async roleOf(userId: string, teamId: string): Promise<TeamRole | null> {
+      if (executor === database.db) {
+        let read = membershipRows.get(database)
+        if (read === undefined) membershipRows.set(database, (read = membershipReader(database)))
+        return (await read({ userId, teamId }))?.member.role ?? null
+      }
       const [row] = await db
         .select({ role: t.teamMembers.role })
         .from(t.teamMembers)
