@@ -1,7 +1,7 @@
 import Fastify from 'fastify'
 import { Type } from 'typebox'
 import { describe, expect, it } from 'vitest'
-import { sharedSerializers } from '../../src/http/serializers.js'
+import { SerializedAnswers, sharedSerializers } from '../../src/http/serializers.js'
 import { lazy } from '../../src/lib/lazy.js'
 
 const Envelope = Type.Object({ success: Type.Boolean(), error: Type.String() })
@@ -43,5 +43,34 @@ describe('lazy', () => {
     expect(value()).toBeUndefined()
     expect(value()).toBeUndefined()
     expect(made).toBe(1)
+  })
+})
+
+describe('answers serialized and encoded once', () => {
+  it('sends the same UTF-8 bytes on every hit, through the route schema, built once per key', async () => {
+    const app = Fastify()
+    const answers = new SerializedAnswers<{ name: string }>()
+    const pages = { a: { name: 'Zürich ✓ "café"' }, b: { name: 'plain' } }
+    let built = 0
+    app.get('/page/:key', { schema: { response: { 200: Type.Object({ name: Type.String(), length: Type.Integer() }) } } }, async (request, reply) => {
+      const page = pages[(request.params as { key: 'a' | 'b' }).key]
+      return answers.send(reply, page, () => {
+        built++
+        // A field the schema does not name is left out, as for any answer.
+        return { name: page.name, length: page.name.length, secret: 'not sent' }
+      })
+    })
+    const first = await app.inject({ method: 'GET', url: '/page/a' })
+    const again = await app.inject({ method: 'GET', url: '/page/a' })
+    expect(first.statusCode).toBe(200)
+    expect(first.headers['content-type']).toBe('application/json; charset=utf-8')
+    expect(first.json()).toEqual({ name: 'Zürich ✓ "café"', length: 15 })
+    expect(again.rawPayload.equals(first.rawPayload)).toBe(true)
+    expect(Number(again.headers['content-length'])).toBe(first.rawPayload.length)
+    expect(built).toBe(1)
+    // Another key has its own answer.
+    expect((await app.inject({ method: 'GET', url: '/page/b' })).json()).toEqual({ name: 'plain', length: 5 })
+    expect(built).toBe(2)
+    await app.close()
   })
 })

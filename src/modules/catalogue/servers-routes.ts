@@ -4,6 +4,7 @@ import { policy } from '../../auth/policies.js'
 import type { ServerFilter, ServerRow } from '../../db/repositories/server-filters.js'
 import type { Page } from '../../db/repositories/servers.js'
 import { paginate } from '../../http/envelope.js'
+import { SerializedAnswers } from '../../http/serializers.js'
 import { catalogueActor } from './actor.js'
 import { CreateServerBody, Done, ServerEnvelope, ServerListQuery, ServerPage, ServerParams, ServerSearchQuery, UpdateServerBody } from './schemas.js'
 import { serverView } from './views.js'
@@ -23,21 +24,14 @@ const filterOf = (query: { category_id?: string; status?: ServerFilter['status']
 })
 
 /**
- * A page's answer, serialized once by the route's own response schema (reply.serialize) and kept
- * with the page: pages come from the page cache, where a hit is the same object, so the hottest
- * reads of the catalogue skip mapping and serializing 20 servers again. The key of the page's
- * cache entry covers everything the answer holds (viewer's visibility, query, limit and offset).
+ * Pages come from the page cache, where a hit is the same object, so the hottest reads of the
+ * catalogue skip mapping, serializing and encoding 20 servers again. The key of the page's cache
+ * entry covers everything the answer holds (viewer's visibility, query, limit and offset).
  */
-const answers = new WeakMap<Page<ServerRow>, ReturnType<FastifyReply['serialize']>>()
+const answers = new SerializedAnswers<Page<ServerRow>>()
 
-function sendPage(reply: FastifyReply, page: Page<ServerRow>, limit: number, offset: number): FastifyReply {
-  let answer = answers.get(page)
-  if (answer === undefined) {
-    answer = reply.serialize({ success: true, data: { servers: page.rows.map(serverView), pagination: paginate(page.total, limit, offset) } })
-    answers.set(page, answer)
-  }
-  return reply.type('application/json; charset=utf-8').send(answer)
-}
+const sendPage = (reply: FastifyReply, page: Page<ServerRow>, limit: number, offset: number): FastifyReply =>
+  answers.send(reply, page, () => ({ success: true, data: { servers: page.rows.map(serverView), pagination: paginate(page.total, limit, offset) } }))
 
 const FILTERS_TEXT = 'Filters combine (AND): `category_id`, `status`, `transport_type`, `featured` match exactly; `language`, `runtime` and `tag` case-insensitively.'
 

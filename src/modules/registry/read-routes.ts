@@ -1,10 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { FastifyReply } from 'fastify'
 import { Type } from 'typebox'
 import { policy } from '../../auth/policies.js'
 import { registryEntriesRepository } from '../../db/repositories/registry-entries.js'
 import { serversRepository } from '../../db/repositories/servers.js'
 import type { Database } from '../../db/types.js'
+import { SerializedAnswers } from '../../http/serializers.js'
 import { OFFICIAL_META, SERVER_SCHEMA_URL } from './server-json.js'
 import { namespaceOf } from './server-json-export.js'
 import { SubRegistry, type Missing, type RegistryList } from './sub-registry.js'
@@ -107,8 +107,8 @@ const notFound = (missing: Missing) => ({
 /** Global servers only are listed, so the catalogue's revision alone stamps a page (the stamp of a viewer who sees no team server). */
 const EVERYONE = { userId: '', isGlobalAdmin: true }
 
-/** Serialized list answers, beside the cached pages they were made from. */
-const answers = new WeakMap<RegistryList, ReturnType<FastifyReply['serialize']>>()
+/** List answers, serialized and encoded once, beside the cached pages they were made from. */
+const answers = new SerializedAnswers<RegistryList>()
 
 export const registryReadRoutes: FastifyPluginAsyncTypebox<{ publicUrl: string }> = async (app, { publicUrl }) => {
   // Shared schemas added in a plugin's context make Fastify rebuild that context's validator from
@@ -153,12 +153,7 @@ export const registryReadRoutes: FastifyPluginAsyncTypebox<{ publicUrl: string }
       const { cursor, limit = 30, search, updated_since: updatedSince, version, include_deleted: includeDeleted = false } = request.query
       const page = await registry().list({ cursor, limit, search, updatedSince, version, includeDeleted })
       // A cached page is the same object on every hit: serialized once, by the route's own schema.
-      let answer = answers.get(page)
-      if (answer === undefined) {
-        answer = reply.serialize(page)
-        answers.set(page, answer)
-      }
-      return reply.type('application/json; charset=utf-8').send(answer)
+      return answers.send(reply, page, () => page)
     })
 
     app.get(`${prefix}/servers/:serverName/versions`, {
