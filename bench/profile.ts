@@ -117,7 +117,8 @@ async function main(): Promise<void> {
   } finally {
     await database.drop()
     rmSync(dataDir, { recursive: true, force: true })
-    rmSync(profileDir, { recursive: true, force: true })
+    if (process.env.BENCH_PROFILE_KEEP) console.error(`profile kept in ${profileDir}`)
+    else rmSync(profileDir, { recursive: true, force: true })
   }
 }
 

@@ -2,6 +2,21 @@ import { getTableColumns, Placeholder, type Table } from 'drizzle-orm'
 import type { AnyPgColumn } from 'drizzle-orm/pg-core'
 import type { Database } from './types.js'
 
+export interface ReaderOptions<O> {
+  /** Tables that come from a left join: null when their primary key is. */
+  optional?: readonly O[]
+  /**
+   * Answer again with the last row read for the same parameter while the database provably has
+   * not changed since (`Database.unchangedSince`: SQLite only). For lookups with one parameter
+   * whose answer depends on nothing else (no clock: the caller checks expiry itself). Answers
+   * are frozen, since requests share them.
+   */
+  reuse?: boolean
+}
+
+/** How many answers a reusing reader keeps (the hot set of credentials; about 2 KB each). */
+const REUSED_ANSWERS = 2_000
+
 /** A selection of whole tables, e.g. `{ session: t.sessions, user: t.users }`. */
 type Parts = Record<string, Table>
 type Rows<P extends Parts> = { [K in keyof P]: P[K]['$inferSelect'] }
@@ -19,7 +34,7 @@ export function rowReader<P extends Parts, O extends keyof P = never>(
   name: string,
   parts: P,
   build: (selection: Record<string, AnyPgColumn>) => { toSQL(): { sql: string; params: unknown[] } },
-  optional: readonly O[] = [],
+  { optional = [], reuse = false }: ReaderOptions<O> = {},
 ): (values: Record<string, unknown>) => Promise<(Omit<Rows<P>, O> & { [K in O]: Rows<P>[K] | null }) | undefined> {
   const layout: Array<{ part: string; key: string; column: AnyPgColumn }> = []
   const selection: Record<string, AnyPgColumn> = {}
@@ -35,9 +50,7 @@ export function rowReader<P extends Parts, O extends keyof P = never>(
   // the rest are the query's own constants, already encoded.
   const params = query.params.map((param): { name: string } | { value: unknown } => (param instanceof Placeholder ? { name: String(param.name) } : { value: param }))
   const keyIndex = new Map((optional as readonly string[]).map((part) => [part, layout.findIndex((field) => field.part === part && field.column.primary)]))
-  return async (values) => {
-    const row = await read(params.map((param) => ('name' in param ? values[param.name] : param.value)))
-    if (row === undefined) return undefined
+  const decode = (row: unknown[]) => {
     const result: Record<string, Record<string, unknown> | null> = {}
     for (const part of Object.keys(parts)) result[part] = keyIndex.has(part) && row[keyIndex.get(part)!] === null ? null : {}
     for (let index = 0; index < layout.length; index++) {
@@ -47,6 +60,37 @@ export function rowReader<P extends Parts, O extends keyof P = never>(
       const value = row[index]
       target![key] = value === null ? null : column.mapFromDriverValue(value)
     }
-    return result as never
+    return result
   }
+  const lookup = async (values: Record<string, unknown>) => {
+    const row = await read(params.map((param) => ('name' in param ? values[param.name] : param.value)))
+    return row === undefined ? undefined : decode(row)
+  }
+  if (!reuse) return lookup as never
+  const named = params.filter((param) => 'name' in param)
+  if (named.length !== 1) throw new Error(`rowReader ${name}: a reused answer is keyed by one parameter, not ${named.length}`)
+  if (database.unchangedSince === undefined) return lookup as never
+
+  const keyName = (named[0] as { name: string }).name
+  const answers = new Map<unknown, Record<string, Record<string, unknown> | null>>()
+  let answersOf: number | undefined
+  return (async (values: Record<string, unknown>) => {
+    const epoch = database.unchangedSince!()
+    if (epoch === undefined) return lookup(values)
+    if (epoch !== answersOf) {
+      answers.clear()
+      answersOf = epoch
+    }
+    const key = values[keyName]
+    const known = answers.get(key)
+    if (known !== undefined) return known
+    // The statement runs at once, in the same synchronous step as the stamp: nothing can change in
+    // between. Kept only if no later stamp has moved on meanwhile.
+    const found = await lookup(values)
+    if (found === undefined || answersOf !== epoch) return found
+    for (const part of Object.values(found)) if (part !== null) Object.freeze(part)
+    if (answers.size >= REUSED_ANSWERS) answers.delete(answers.keys().next().value)
+    answers.set(key, Object.freeze(found))
+    return found
+  }) as never
 }

@@ -69,6 +69,15 @@ export function openSqlite(path: string, onQuery?: QueryTimer): Database {
 
   const db = drizzle(execute, { schema }) as unknown as Db
 
+  // total_changes(): rows written through this connection, committed or not (it never goes
+  // back). data_version: changes when another connection — another process, a command-line
+  // tool — has committed since this connection last read. Together they change on every write
+  // that could alter an answer; the read takes the same shared lock a lookup would, and nothing else.
+  let stamp: BetterSqlite3.Statement | undefined
+  let seenChanges = -1
+  let seenVersion = -1
+  let epoch = 0
+
   return {
     dialect: 'sqlite',
     db,
@@ -115,6 +124,18 @@ export function openSqlite(path: string, onQuery?: QueryTimer): Database {
           onQuery((performance.now() - started) / 1000)
         }
       }
+    },
+    unchangedSince() {
+      // Inside a transaction (ours or another request's) the answer is not settled yet.
+      if (holder !== null) return undefined
+      stamp ??= client.prepare('select total_changes(), data_version from pragma_data_version').raw(true)
+      const [changes, version] = stamp.get() as [number, number]
+      if (changes !== seenChanges || version !== seenVersion) {
+        seenChanges = changes
+        seenVersion = version
+        epoch++
+      }
+      return epoch
     },
     async ping() {
       prepare('select 1').get()

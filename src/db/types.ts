@@ -42,6 +42,14 @@ export interface Database {
    * none. For the few lookups every request makes (see row-reader.ts); outside transactions.
    */
   prepareRow(name: string, sql: string): (params: unknown[]) => Promise<unknown[] | undefined>
+  /**
+   * A number that stays the same for as long as nothing in the database has changed: neither a
+   * write through this process's connection nor a commit by any other connection or process.
+   * It lets a lookup reuse its last answer while it is provably still the database's answer
+   * (row-reader.ts). Undefined when it cannot be told here — on PostgreSQL another instance's
+   * commit leaves no trace in this one — and while a transaction is open in this process.
+   */
+  unchangedSince?(): number | undefined
   /** The connection pool's state; PostgreSQL only (SQLite has one connection). */
   poolStats?(): PoolStats
   /** One trivial round trip; throws when the database does not answer. */

@@ -16,9 +16,11 @@ export type OAuthRepository = ReturnType<typeof oauthRepository>
 export function oauthRepository(database: Database, executor: Db = database.db) {
   const { t } = database
   const db = executor
-  // Every bearer request runs this lookup: prepared once, on first use; one unique-index probe.
-  // Every bearer-authenticated request runs this lookup: built once, run on the driver directly.
-  const prepareLiveAccess = () => rowReader(database, 'oauth_live_access', { token: t.oauthTokens, user: t.users, defaultTeam: t.teams }, (selection) => database.db
+  // Every bearer-authenticated request runs this lookup: built once (on first use), run on the
+  // driver directly, and on SQLite answered again while nothing in the database has changed
+  // (row-reader.ts). The expiry is checked in findLiveAccess, so that the answer depends on the
+  // digest alone.
+  const prepareAccess = () => rowReader(database, 'oauth_access_by_digest', { token: t.oauthTokens, user: t.users, defaultTeam: t.teams }, (selection) => database.db
     .select(selection)
     .from(t.oauthTokens)
     .innerJoin(t.users, eq(t.users.id, t.oauthTokens.userId))
@@ -27,11 +29,8 @@ export function oauthRepository(database: Database, executor: Db = database.db) 
       eq(t.oauthTokens.digest, sql.placeholder('digest')),
       eq(t.oauthTokens.kind, 'access'),
       eq(t.oauthTokens.revoked, false),
-      gt(t.oauthTokens.expiresAt, sql.placeholder('now')),
-    )), ['defaultTeam'])
-  let liveAccess: ReturnType<typeof prepareLiveAccess> | undefined
-  // Placeholders bypass column encoding: SQLite stores timestamps as epoch milliseconds.
-  const at = (now: Date) => (database.dialect === 'sqlite' ? now.getTime() : now)
+    )), { optional: ['defaultTeam'], reuse: true })
+  let accessByDigest: ReturnType<typeof prepareAccess> | undefined
 
   return {
     with: (tx: Db) => oauthRepository(database, tx),
@@ -144,8 +143,9 @@ export function oauthRepository(database: Database, executor: Db = database.db) 
 
     /** One indexed lookup: the live access token with this digest, its user and the user's default team. */
     async findLiveAccess(digest: string, now: Date): Promise<{ token: OAuthTokenRow; user: UserRow; defaultTeam: TeamRow | null } | undefined> {
-      liveAccess ??= prepareLiveAccess()
-      return liveAccess({ digest, now: at(now) })
+      accessByDigest ??= prepareAccess()
+      const found = await accessByDigest({ digest })
+      return found !== undefined && found.token.expiresAt.getTime() > now.getTime() ? found : undefined
     },
 
     /** Any token with this digest, live or not, with its user (introspection, revocation, reuse). */

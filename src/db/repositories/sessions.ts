@@ -1,4 +1,4 @@
-import { and, eq, gt, lt, ne, sql } from 'drizzle-orm'
+import { and, eq, lt, ne, sql } from 'drizzle-orm'
 import { rowReader } from '../row-reader.js'
 import type { Database, Db } from '../types.js'
 import { defaultTeamOfUser, type TeamRow } from './teams.js'
@@ -11,13 +11,15 @@ export type SessionsRepository = ReturnType<typeof sessionsRepository>
 export function sessionsRepository(database: Database, executor: Db = database.db) {
   const { t } = database
   const db = executor
-  // Every authenticated request runs this lookup: built once, run on the driver directly.
-  const live = rowReader(database, 'session_live', { session: t.sessions, user: t.users, defaultTeam: t.teams }, (selection) => database.db
+  // Every authenticated request runs this lookup: built once, run on the driver directly, and on
+  // SQLite answered again while nothing in the database has changed (row-reader.ts). The expiry
+  // is checked here rather than in SQL, so that the answer depends on the digest alone.
+  const byDigest = rowReader(database, 'session_by_digest', { session: t.sessions, user: t.users, defaultTeam: t.teams }, (selection) => database.db
     .select(selection)
     .from(t.sessions)
     .innerJoin(t.users, eq(t.users.id, t.sessions.userId))
     .leftJoin(t.teams, defaultTeamOfUser(database))
-    .where(and(eq(t.sessions.digest, sql.placeholder('digest')), gt(t.sessions.expiresAt, sql.placeholder('now')))), ['defaultTeam'])
+    .where(eq(t.sessions.digest, sql.placeholder('digest'))), { optional: ['defaultTeam'], reuse: true })
   return {
     with: (tx: Db) => sessionsRepository(database, tx),
 
@@ -27,8 +29,8 @@ export function sessionsRepository(database: Database, executor: Db = database.d
 
     /** One indexed lookup: the live session with this digest, its user and the user's default team. */
     async findLive(digest: string, now: Date): Promise<{ session: SessionRow; user: UserRow; defaultTeam: TeamRow | null } | undefined> {
-      // Placeholders bypass column encoding: SQLite stores this timestamp as epoch milliseconds.
-      return live({ digest, now: database.dialect === 'sqlite' ? now.getTime() : now })
+      const found = await byDigest({ digest })
+      return found !== undefined && found.session.expiresAt.getTime() > now.getTime() ? found : undefined
     },
 
     async extend(id: string, expiresAt: Date): Promise<void> {
