@@ -7,15 +7,12 @@ export interface ReaderOptions<O> {
   optional?: readonly O[]
   /**
    * Answer again with the last row read for the same parameter while the database provably has
-   * not changed since (`Database.unchangedSince`: SQLite only). For lookups with one parameter
+   * not changed since (`Database.prepareReusedRow`: SQLite only). For lookups with one parameter
    * whose answer depends on nothing else (no clock: the caller checks expiry itself). Answers
    * are frozen, since requests share them.
    */
   reuse?: boolean
 }
-
-/** How many answers a reusing reader keeps (the hot set of credentials; about 2 KB each). */
-const REUSED_ANSWERS = 2_000
 
 /** A selection of whole tables, e.g. `{ session: t.sessions, user: t.users }`. */
 type Parts = Record<string, Table>
@@ -69,28 +66,13 @@ export function rowReader<P extends Parts, O extends keyof P = never>(
   if (!reuse) return lookup as never
   const named = params.filter((param) => 'name' in param)
   if (named.length !== 1) throw new Error(`rowReader ${name}: a reused answer is keyed by one parameter, not ${named.length}`)
-  if (database.unchangedSince === undefined) return lookup as never
+  if (database.prepareReusedRow === undefined) return lookup as never
 
   const keyName = (named[0] as { name: string }).name
-  const answers = new Map<unknown, Record<string, Record<string, unknown> | null>>()
-  let answersOf: number | undefined
-  return (async (values: Record<string, unknown>) => {
-    const epoch = database.unchangedSince!()
-    if (epoch === undefined) return lookup(values)
-    if (epoch !== answersOf) {
-      answers.clear()
-      answersOf = epoch
-    }
-    const key = values[keyName]
-    const known = answers.get(key)
-    if (known !== undefined) return known
-    // The statement runs at once, in the same synchronous step as the stamp: nothing can change in
-    // between. Kept only if no later stamp has moved on meanwhile.
-    const found = await lookup(values)
-    if (found === undefined || answersOf !== epoch) return found
-    for (const part of Object.values(found)) if (part !== null) Object.freeze(part)
-    if (answers.size >= REUSED_ANSWERS) answers.delete(answers.keys().next().value)
-    answers.set(key, Object.freeze(found))
-    return found
-  }) as never
+  const reused = database.prepareReusedRow(name, query.sql, (row) => {
+    const answer = decode(row)
+    for (const part of Object.values(answer)) if (part !== null) Object.freeze(part)
+    return Object.freeze(answer)
+  })
+  return ((values: Record<string, unknown>) => reused(String(values[keyName]), params.map((param) => ('name' in param ? values[param.name] : param.value)))) as never
 }

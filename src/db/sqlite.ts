@@ -10,6 +10,8 @@ import * as schema from './schema/sqlite/index.js'
 import type { Database, Db, QueryTimer, Tables } from './types.js'
 
 const STATEMENT_CACHE_SIZE = 500
+/** How many answers a reused row keeps (the hot set of credentials, about 2 KB each). */
+const REUSED_ANSWERS = 2_000
 
 interface Holder {
   tx?: Db
@@ -69,14 +71,26 @@ export function openSqlite(path: string, onQuery?: QueryTimer): Database {
 
   const db = drizzle(execute, { schema }) as unknown as Db
 
-  // total_changes(): rows written through this connection, committed or not (it never goes
-  // back). data_version: changes when another connection — another process, a command-line
-  // tool — has committed since this connection last read. Together they change on every write
-  // that could alter an answer; the read takes the same shared lock a lookup would, and nothing else.
+  // What the connection has seen change: total_changes() counts the rows written through it,
+  // committed or not (it never goes back); data_version changes when another connection — another
+  // process, a command-line tool — has committed since this one last read. Every write that could
+  // alter an answer moves one of them, and `epoch` with them.
   let stamp: BetterSqlite3.Statement | undefined
   let seenChanges = -1
   let seenVersion = -1
   let epoch = 0
+  const currentEpoch = (): number => {
+    stamp ??= client.prepare('select total_changes(), data_version from pragma_data_version').raw(true)
+    const [changes, version] = stamp.get() as [number, number]
+    if (changes !== seenChanges || version !== seenVersion) {
+      seenChanges = changes
+      seenVersion = version
+      epoch++
+    }
+    return epoch
+  }
+  let begin: BetterSqlite3.Statement | undefined
+  let commit: BetterSqlite3.Statement | undefined
 
   return {
     dialect: 'sqlite',
@@ -125,17 +139,45 @@ export function openSqlite(path: string, onQuery?: QueryTimer): Database {
         }
       }
     },
-    unchangedSince() {
-      // Inside a transaction (ours or another request's) the answer is not settled yet.
-      if (holder !== null) return undefined
-      stamp ??= client.prepare('select total_changes(), data_version from pragma_data_version').raw(true)
-      const [changes, version] = stamp.get() as [number, number]
-      if (changes !== seenChanges || version !== seenVersion) {
-        seenChanges = changes
-        seenVersion = version
-        epoch++
+    prepareReusedRow<T extends object>(_name: string, sql: string, decode: (row: unknown[]) => T) {
+      let statement: BetterSqlite3.Statement | undefined
+      const answers = new Map<string, T>()
+      let answersOf = -1
+      return async (key: string, params: unknown[]): Promise<T | undefined> => {
+        while (holder !== null && context.getStore() !== holder) await holder.released
+        statement ??= client.prepare(sql).raw(true)
+        const started = performance.now()
+        // Inside a transaction its own uncommitted writes are read, and never kept.
+        if (holder !== null) {
+          const row = statement.get(...params) as unknown[] | undefined
+          onQuery?.((performance.now() - started) / 1000)
+          return row === undefined ? undefined : decode(row)
+        }
+        // The stamp and the lookup in one read transaction: one snapshot, and one round of the
+        // file locks that make up most of a lookup's cost.
+        begin ??= client.prepare('begin')
+        commit ??= client.prepare('commit')
+        begin.run()
+        try {
+          const now = currentEpoch()
+          if (now !== answersOf) {
+            answers.clear()
+            answersOf = now
+          }
+          let answer = answers.get(key)
+          if (answer === undefined) {
+            const row = statement.get(...params) as unknown[] | undefined
+            if (row === undefined) return undefined
+            answer = decode(row)
+            if (answers.size >= REUSED_ANSWERS) answers.delete(answers.keys().next().value!)
+            answers.set(key, answer)
+          }
+          return answer
+        } finally {
+          commit.run()
+          onQuery?.((performance.now() - started) / 1000)
+        }
       }
-      return epoch
     },
     async ping() {
       prepare('select 1').get()

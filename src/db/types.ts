@@ -43,13 +43,14 @@ export interface Database {
    */
   prepareRow(name: string, sql: string): (params: unknown[]) => Promise<unknown[] | undefined>
   /**
-   * A number that stays the same for as long as nothing in the database has changed: neither a
-   * write through this process's connection nor a commit by any other connection or process.
-   * It lets a lookup reuse its last answer while it is provably still the database's answer
-   * (row-reader.ts). Undefined when it cannot be told here — on PostgreSQL another instance's
-   * commit leaves no trace in this one — and while a transaction is open in this process.
+   * SQLite only: a read like `prepareRow` whose decoded answer for a key is given again, without
+   * reading the row, for as long as nothing in the database has changed since — neither a write
+   * through this process's connection nor a commit by any other connection or process. Each call
+   * checks that in the same read transaction as the lookup it may replace, so a change made
+   * before a request is seen by that request. Answers are shared: `decode` must freeze them.
+   * PostgreSQL has no such check (another instance's commit leaves no trace in this one).
    */
-  unchangedSince?(): number | undefined
+  prepareReusedRow?<T extends object>(name: string, sql: string, decode: (row: unknown[]) => T): (key: string, params: unknown[]) => Promise<T | undefined>
   /** The connection pool's state; PostgreSQL only (SQLite has one connection). */
   poolStats?(): PoolStats
   /** One trivial round trip; throws when the database does not answer. */
