@@ -88,20 +88,32 @@ const writesOwnFormat = (log: PinoInternals): boolean =>
 /**
  * The access line, serialized by hand: byte for byte what pino writes for
  * `info({ req, res, responseTime, code, route }, 'request completed')` through this module's
- * serializers, at a sixth of the cost (pino's generic serializer was the largest single cost of a
- * refused request). Only for loggers built from `loggerOptions` (see `writesOwnFormat`).
+ * serializers, but for the response time, given to the microsecond (`millis`); at a sixth of the
+ * cost (pino's generic serializer was the largest single cost of a refused request). Only for
+ * loggers built from `loggerOptions` (see `writesOwnFormat`).
  */
 function accessLine(bindings: string, request: FastifyRequest, reply: FastifyReply): string {
   const { method, url, remoteAddress } = requestForLog(request)
   let line = `{"level":30,"time":${Date.now()}${bindings},"req":{"method":${JSON.stringify(method)},"url":${JSON.stringify(url)}`
   if (remoteAddress !== undefined) line += `,"remoteAddress":${JSON.stringify(remoteAddress)}`
-  line += `},"res":{"statusCode":${reply.statusCode}},"responseTime":${reply.elapsedTime}`
+  line += `},"res":{"statusCode":${reply.statusCode}},"responseTime":${millis(reply.elapsedTime)}`
   if (reply.errorCode !== null) {
     line += `,"code":${JSON.stringify(reply.errorCode)}`
     const route = routeOptionsOf(request).url
     if (route !== undefined) line += `,"route":${JSON.stringify(route)}`
   }
   return `${line},"msg":"request completed"}\n`
+}
+
+/**
+ * A duration in milliseconds, to the microsecond, as a JSON number (`0.123`, `12.040`). Printing
+ * every digit of the double (`0.12345678901234`) took half a microsecond, 40 % of the line.
+ */
+export function millis(ms: number): string {
+  const micros = Math.round(ms * 1000)
+  const whole = Math.trunc(micros / 1000)
+  const fraction = micros - whole * 1000
+  return `${whole}.${fraction < 10 ? '00' : fraction < 100 ? '0' : ''}${fraction}`
 }
 
 const CENSOR = '[redacted]'

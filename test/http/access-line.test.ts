@@ -1,7 +1,7 @@
 import Fastify, { type FastifyInstance } from 'fastify'
 import { pino as pinoLogger } from 'pino'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { AccessLog } from '../../src/http/logging.js'
+import { AccessLog, millis } from '../../src/http/logging.js'
 import { requestId } from '../../src/http/request-id.js'
 import { RequestLogger, requestLoggerFactory } from '../../src/http/request-logger.js'
 import { captureLogs, type LogCapture } from '../helpers/log-capture.js'
@@ -105,5 +105,13 @@ describe('a request logger', () => {
   it('is pino\u2019s own child when a route asks for options of its own', () => {
     const parent = pinoLogger({ level: 'info' })
     expect(requestLoggerFactory.call({} as never, parent, { reqId: 'r-2' }, { level: 'debug' }, {} as never)).not.toBeInstanceOf(RequestLogger)
+  })
+
+  it('gives the response time in milliseconds to the microsecond, as a JSON number', () => {
+    const cases: Array<[number, string]> = [[0, '0.000'], [0.0004, '0.000'], [0.0006, '0.001'], [0.012345, '0.012'], [1.23456789, '1.235'], [12.04, '12.040'], [1234.5, '1234.500']]
+    for (const [ms, text] of cases) {
+      expect(millis(ms)).toBe(text)
+      expect(JSON.parse(millis(ms))).toBeCloseTo(ms, 3)
+    }
   })
 })
