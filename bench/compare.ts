@@ -1,11 +1,11 @@
 import { execFileSync } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs'
+import { mkdtempSync, rmSync, symlinkSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import autocannon from 'autocannon'
 import { projectRoot } from '../src/paths.js'
 import { createTestDatabase } from '../test/helpers/database.js'
-import { start, stop, type Started } from './harness.js'
+import { cpuMicros, start, stop, type Started } from './harness.js'
 import { bearerToken, SECRET, signUp, startCommand } from './service.js'
 
 /**
@@ -42,11 +42,6 @@ function buildRef(ref: string): { dir: string; remove(): void } {
     throw error
   }
   return { dir, remove }
-}
-
-const cpuMicros = (pid: number) => {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
-  return (Number(fields[11]) + Number(fields[12])) * 10_000
 }
 
 interface Side { started: Started; requests: number; seconds: number; cpu: number }

@@ -44,7 +44,7 @@ export async function start(args: string[], env: Record<string, string>): Promis
 const processes = new Map<string, number>()
 
 /** User plus system CPU time of a process, in microseconds (Linux: /proc, in clock ticks of 10 ms). */
-function cpuMicros(pid: number): number {
+export function cpuMicros(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
   return (Number(fields[11]) + Number(fields[12])) * 10_000
 }
