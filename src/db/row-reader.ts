@@ -42,10 +42,10 @@ export function rowReader<P extends Parts, O extends keyof P = never>(
     }
   }
   const query = build(selection).toSQL()
-  const read = database.prepareRow(name, query.sql)
   // The statement's parameters: placeholders are filled per call (as given: no column encoding),
   // the rest are the query's own constants, already encoded.
   const params = query.params.map((param): { name: string } | { value: unknown } => (param instanceof Placeholder ? { name: String(param.name) } : { value: param }))
+  const bind = (values: Record<string, unknown>) => params.map((param) => ('name' in param ? values[param.name] : param.value))
   const keyIndex = new Map((optional as readonly string[]).map((part) => [part, layout.findIndex((field) => field.part === part && field.column.primary)]))
   const decode = (row: unknown[]) => {
     const result: Record<string, Record<string, unknown> | null> = {}
@@ -59,20 +59,20 @@ export function rowReader<P extends Parts, O extends keyof P = never>(
     }
     return result
   }
-  const lookup = async (values: Record<string, unknown>) => {
-    const row = await read(params.map((param) => ('name' in param ? values[param.name] : param.value)))
-    return row === undefined ? undefined : decode(row)
+  if (reuse) {
+    const named = params.filter((param) => 'name' in param)
+    if (named.length !== 1) throw new Error(`rowReader ${name}: a reused answer is keyed by one parameter, not ${named.length}`)
+    const keyName = (named[0] as { name: string }).name
+    const reused = database.prepareReusedRow?.(name, query.sql, (row) => {
+      const answer = decode(row)
+      for (const part of Object.values(answer)) if (part !== null) Object.freeze(part)
+      return Object.freeze(answer)
+    })
+    if (reused !== undefined) return ((values: Record<string, unknown>) => reused(String(values[keyName]), bind(values))) as never
   }
-  if (!reuse) return lookup as never
-  const named = params.filter((param) => 'name' in param)
-  if (named.length !== 1) throw new Error(`rowReader ${name}: a reused answer is keyed by one parameter, not ${named.length}`)
-  if (database.prepareReusedRow === undefined) return lookup as never
-
-  const keyName = (named[0] as { name: string }).name
-  const reused = database.prepareReusedRow(name, query.sql, (row) => {
-    const answer = decode(row)
-    for (const part of Object.values(answer)) if (part !== null) Object.freeze(part)
-    return Object.freeze(answer)
-  })
-  return ((values: Record<string, unknown>) => reused(String(values[keyName]), params.map((param) => ('name' in param ? values[param.name] : param.value)))) as never
+  const read = database.prepareRow(name, query.sql)
+  return (async (values: Record<string, unknown>) => {
+    const row = await read(bind(values))
+    return row === undefined ? undefined : decode(row)
+  }) as never
 }

@@ -57,16 +57,23 @@ export function openSqlite(path: string, onQuery?: QueryTimer): Database {
     return method === 'get' ? { rows: statement.get(...params) as unknown[] } : { rows: statement.all(...params) }
   }
 
-  const execute: AsyncRemoteCallback = async (sql, params, method) => {
-    while (holder !== null && context.getStore() !== holder) await holder.released
-    if (onQuery === undefined) return run(sql, params, method)
-    // The statement runs synchronously: this is its time, not the wait for a transaction above.
+  /**
+   * A statement's run, timed for the query metrics when they are on: statements run
+   * synchronously, so this is their time, not the wait for a transaction before them.
+   */
+  const timed = <R>(run: () => R): R => {
+    if (onQuery === undefined) return run()
     const started = performance.now()
     try {
-      return run(sql, params, method)
+      return run()
     } finally {
       onQuery((performance.now() - started) / 1000)
     }
+  }
+
+  const execute: AsyncRemoteCallback = async (sql, params, method) => {
+    while (holder !== null && context.getStore() !== holder) await holder.released
+    return timed(() => run(sql, params, method))
   }
 
   const db = drizzle(execute, { schema }) as unknown as Db
@@ -130,13 +137,7 @@ export function openSqlite(path: string, onQuery?: QueryTimer): Database {
       return async (params) => {
         while (holder !== null && context.getStore() !== holder) await holder.released
         statement ??= client.prepare(sql).raw(true)
-        if (onQuery === undefined) return statement.get(...params) as unknown[] | undefined
-        const started = performance.now()
-        try {
-          return statement.get(...params) as unknown[] | undefined
-        } finally {
-          onQuery((performance.now() - started) / 1000)
-        }
+        return timed(() => statement!.get(...params) as unknown[] | undefined)
       }
     },
     prepareReusedRow<T extends object>(_name: string, sql: string, decode: (row: unknown[]) => T) {
@@ -146,37 +147,36 @@ export function openSqlite(path: string, onQuery?: QueryTimer): Database {
       return async (key: string, params: unknown[]): Promise<T | undefined> => {
         while (holder !== null && context.getStore() !== holder) await holder.released
         statement ??= client.prepare(sql).raw(true)
-        const started = performance.now()
         // Inside a transaction its own uncommitted writes are read, and never kept.
         if (holder !== null) {
-          const row = statement.get(...params) as unknown[] | undefined
-          onQuery?.((performance.now() - started) / 1000)
+          const row = timed(() => statement!.get(...params) as unknown[] | undefined)
           return row === undefined ? undefined : decode(row)
         }
         // The stamp and the lookup in one read transaction: one snapshot, and one round of the
         // file locks that make up most of a lookup's cost.
         begin ??= client.prepare('begin')
         commit ??= client.prepare('commit')
-        begin.run()
-        try {
-          const now = currentEpoch()
-          if (now !== answersOf) {
-            answers.clear()
-            answersOf = now
+        return timed(() => {
+          begin!.run()
+          try {
+            const now = currentEpoch()
+            if (now !== answersOf) {
+              answers.clear()
+              answersOf = now
+            }
+            let answer = answers.get(key)
+            if (answer === undefined) {
+              const row = statement!.get(...params) as unknown[] | undefined
+              if (row === undefined) return undefined
+              answer = decode(row)
+              if (answers.size >= REUSED_ANSWERS) answers.delete(answers.keys().next().value!)
+              answers.set(key, answer)
+            }
+            return answer
+          } finally {
+            commit!.run()
           }
-          let answer = answers.get(key)
-          if (answer === undefined) {
-            const row = statement.get(...params) as unknown[] | undefined
-            if (row === undefined) return undefined
-            answer = decode(row)
-            if (answers.size >= REUSED_ANSWERS) answers.delete(answers.keys().next().value!)
-            answers.set(key, answer)
-          }
-          return answer
-        } finally {
-          commit.run()
-          onQuery?.((performance.now() - started) / 1000)
-        }
+        })
       }
     },
     async ping() {
