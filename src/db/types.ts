@@ -46,8 +46,10 @@ export interface Database {
    * SQLite only: a read like `prepareRow` whose decoded answer for a key is given again, without
    * reading the row, for as long as nothing in the database has changed since — neither a write
    * through this process's connection nor a commit by any other connection or process. Each call
-   * checks that in the same read transaction as the lookup it may replace, so a change made
-   * before a request is seen by that request. Answers are shared: `decode` must freeze them.
+   * reads a change stamp first (one statement, one read transaction); only when it moved, or the
+   * key has no answer, is the row read, in one read transaction with a new stamp, so the answer
+   * kept is that stamp's. A change made before a request is seen by that request. Answers are
+   * shared: `decode` must freeze them.
    * PostgreSQL has no such check (another instance's commit leaves no trace in this one).
    */
   prepareReusedRow?<T extends object>(name: string, sql: string, decode: (row: unknown[]) => T): (key: string, params: unknown[]) => Promise<T | undefined>

@@ -1,7 +1,8 @@
-import { Counter, Gauge, Histogram, Registry } from 'prom-client'
+import { Counter, Gauge, Registry } from 'prom-client'
 import type { Database, PoolStats, QueryTimer } from '../../db/types.js'
 import { processMetrics } from './process.js'
-import { RequestHistogram, RequestMetrics } from './requests.js'
+import { CountingHistogram } from './histogram.js'
+import { RequestMetrics } from './requests.js'
 
 /** Why a login was refused; never who tried (labels are public to every scraper, and bounded). */
 export type LoginFailure = 'unknown_login' | 'wrong_password' | 'locked'
@@ -52,20 +53,21 @@ export class Metrics {
 
   constructor() {
     const registers = [this.registry]
-    this.requests = new RequestMetrics(new RequestHistogram(
+    this.requests = new RequestMetrics(new CountingHistogram(
       'http_request_duration_seconds',
       'Time to answer HTTP requests, by method, route pattern ("unmatched" when no route matched) and status code; _count is the number of requests.',
       REQUEST_BUCKETS,
       registers,
     ))
 
-    const queries = new Histogram({
-      name: 'db_query_duration_seconds',
-      help: 'Time the database took to answer each statement (transaction statements included).',
-      buckets: QUERY_BUCKETS,
+    const queries = new CountingHistogram(
+      'db_query_duration_seconds',
+      'Time the database took to answer each statement (transaction statements included).',
+      QUERY_BUCKETS,
       registers,
-    })
-    this.queries = (seconds) => queries.observe(seconds)
+    )
+    const statements = queries.series({})
+    this.queries = (seconds) => queries.observe(statements, seconds)
 
     const loginFailures = new Counter({
       name: 'auth_login_failures_total',
