@@ -1,5 +1,6 @@
 import { Type, type Static, type TSchema } from 'typebox'
 import { ERROR_CODES, type ErrorCode } from './error-codes.js'
+import { isoTime } from '../lib/iso-time.js'
 
 /** One envelope for every JSON answer. */
 
@@ -106,4 +107,4 @@ export const paginate = (total: number, limit: number, offset: number) => ({
 export const Nullable = <T extends TSchema & { type: string }>(schema: T) => Type.Unsafe<Static<T> | null>({ ...schema, type: [schema.type, 'null'] })
 
 /** A nullable timestamp as the API writes every timestamp: ISO 8601 UTC, or null. */
-export const isoOrNull = (date: Date | null): string | null => (date === null ? null : date.toISOString())
+export const isoOrNull = (date: Date | null): string | null => (date === null ? null : isoTime(date))

@@ -9,6 +9,7 @@ import type { Clock } from '../lib/clock.js'
 import type { Services } from '../services.js'
 import type { CollectionItem, CollectionStore, PluginScope } from './index.js'
 import type { CollectionManifest, PluginManifest } from './manifest.js'
+import { isoTime } from '../lib/iso-time.js'
 
 /** A collection document (its JSON body) may be at most this large; larger → 413. */
 export const DOCUMENT_BODY_LIMIT = 64 * 1024
@@ -19,8 +20,8 @@ type Item = CollectionItem<Document>
 const toItem = (row: PluginItemRow): Item => ({
   id: row.id,
   ...row.document,
-  created_at: row.createdAt.toISOString(),
-  updated_at: row.updatedAt.toISOString(),
+  created_at: isoTime(row.createdAt),
+  updated_at: isoTime(row.updatedAt),
 })
 
 /**

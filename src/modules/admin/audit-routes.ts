@@ -3,6 +3,7 @@ import { policy } from '../../auth/policies.js'
 import type { AuditRow } from '../../db/repositories/audit.js'
 import { paginate } from '../../http/envelope.js'
 import { AuditPage, AuditQuery } from './schemas.js'
+import { isoTime } from '../../lib/iso-time.js'
 
 function auditEventView(event: AuditRow) {
   return {
@@ -12,7 +13,7 @@ function auditEventView(event: AuditRow) {
     ip: event.ip,
     target: event.target,
     details: event.details ?? {},
-    created_at: event.createdAt.toISOString(),
+    created_at: isoTime(event.createdAt),
   }
 }
 

@@ -9,6 +9,7 @@ import { userView } from '../users/view.js'
 import { RESET_LIFETIME_MS } from './email-flows.js'
 import { emailVerifiedPage, passwordChangedPage, resetPasswordPage } from './pages.js'
 import { Message, ResetBody, ResetLinkState, TokenQuery, UserEnvelope } from './schemas.js'
+import { isoTime } from '../../lib/iso-time.js'
 
 const tags = ['Authentication']
 const RESET_PATH = '/api/auth/email/reset-password'
@@ -69,7 +70,7 @@ export const emailLinkRoutes: FastifyPluginAsyncTypebox<{ origins: ReadonlySet<s
   }, async (request, reply) => {
     const { token } = request.query
     const { user, expiresAt } = await flows().checkResetToken(token)
-    if (!prefersHtml(request)) return { success: true as const, data: { expires_at: expiresAt.toISOString() } }
+    if (!prefersHtml(request)) return { success: true as const, data: { expires_at: isoTime(expiresAt) } }
     const csrfToken = flows().resetFormToken(browserNonce(request, reply), token)
     return sendPage(reply, 200, resetPasswordPage({ token, csrfToken, username: user.username }))
   })

@@ -2,6 +2,7 @@ import { isoOrNull } from '../../http/envelope.js'
 import type { CategoryWithCount } from '../../db/repositories/categories.js'
 import type { ServerRow } from '../../db/repositories/server-filters.js'
 import type { VersionRow } from '../../db/repositories/server-versions.js'
+import { isoTime } from '../../lib/iso-time.js'
 
 export function categoryView(category: CategoryWithCount) {
   return {
@@ -11,8 +12,8 @@ export function categoryView(category: CategoryWithCount) {
     icon: category.icon,
     sort_order: category.sortOrder,
     server_count: category.serverCount,
-    created_at: category.createdAt.toISOString(),
-    updated_at: category.updatedAt.toISOString(),
+    created_at: isoTime(category.createdAt),
+    updated_at: isoTime(category.updatedAt),
   }
 }
 
@@ -44,8 +45,8 @@ export function serverView(server: ServerRow) {
     registry_name: server.registryName,
     source: server.source,
     created_by: server.createdBy,
-    created_at: server.createdAt.toISOString(),
-    updated_at: server.updatedAt.toISOString(),
+    created_at: isoTime(server.createdAt),
+    updated_at: isoTime(server.updatedAt),
   }
 }
 
@@ -60,7 +61,7 @@ export function versionView(version: VersionRow) {
     packages: version.packages,
     remotes: version.remotes,
     is_latest: version.isLatest,
-    created_at: version.createdAt.toISOString(),
-    updated_at: version.updatedAt.toISOString(),
+    created_at: isoTime(version.createdAt),
+    updated_at: isoTime(version.updatedAt),
   }
 }

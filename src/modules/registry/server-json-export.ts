@@ -4,6 +4,7 @@ import type { ServerPackage } from '../catalogue/entries.js'
 import { isObject } from './server-json-shapes.js'
 import { OFFICIAL_META, SERVER_SCHEMA_URL, type RegistryPackage, type ServerJson } from './server-json.js'
 import { httpUrlOrNull } from './server-json-catalogue.js'
+import { isoTime } from '../../lib/iso-time.js'
 
 /**
  * The catalogue written as the MCP Registry's `server.json` (2025-12-11): the document of one
@@ -150,8 +151,8 @@ export function itemMeta(server: ServerRow, version: VersionRow): Record<string,
   return {
     [OFFICIAL_META]: {
       status: version.status === 'yanked' ? 'deleted' : version.status,
-      publishedAt: version.createdAt.toISOString(),
-      updatedAt: updatedAt.toISOString(),
+      publishedAt: isoTime(version.createdAt),
+      updatedAt: isoTime(updatedAt),
       isLatest: version.isLatest,
     },
   }

@@ -9,6 +9,7 @@ import type { Clock } from '../../lib/clock.js'
 import type { AuditLog } from '../audit/service.js'
 import { mayActOn, type SatelliteActor } from './actor.js'
 import type { RefusalReason, RegistrationJwt, RegistrationScope } from './registration-jwt.js'
+import { isoTime } from '../../lib/iso-time.js'
 
 const HOUR = 3600
 export const DEFAULT_LIFETIME_HOURS: Readonly<Record<RegistrationScope, number>> = { global: 1, team: 24 }
@@ -61,7 +62,7 @@ export class RegistrationTokens {
     const signed = await jwt.sign({ jti: id, scope, ...(teamId === null ? {} : { team_id: teamId }), created_by: actor.userId, iat, exp })
     await database.transaction(async (tx) => {
       await tokens.with(tx).insert(row)
-      await audit.record('satellite.token_created', { actorId: actor.userId, ip: actor.ip, target: id, details: { scope, team_id: teamId, expires_at: row.expiresAt.toISOString() } }, tx)
+      await audit.record('satellite.token_created', { actorId: actor.userId, ip: actor.ip, target: id, details: { scope, team_id: teamId, expires_at: isoTime(row.expiresAt) } }, tx)
     })
     return { token: `${REGISTRATION_TOKEN_PREFIX}${scope}_${signed}`, row }
   }

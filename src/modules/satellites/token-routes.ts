@@ -5,6 +5,7 @@ import { satelliteActor } from './actor.js'
 import { CreatedTokenEnvelope, CreateTokenBody, Done, IdParams, TeamParams, TeamTokensQuery, TokensEnvelope, TokensQuery } from './schemas.js'
 import { tokenView } from './views.js'
 import type { RegistrationTokenRow } from '../../db/repositories/registration-tokens.js'
+import { isoTime } from '../../lib/iso-time.js'
 
 const tags = ['Satellites']
 const shownOnce = 'The token is in this answer only: only its `id` (the JWT `jti`) is stored, so it cannot be shown again. ' +
@@ -17,7 +18,7 @@ export const registrationTokenRoutes: FastifyPluginAsyncTypebox = async (app) =>
   const created = (token: string, row: RegistrationTokenRow) => ({
     success: true as const,
     message: 'Registration token created. Copy it now: it is not shown again.',
-    data: { token, id: row.id, scope: row.scope, team_id: row.teamId, expires_at: row.expiresAt.toISOString() },
+    data: { token, id: row.id, scope: row.scope, team_id: row.teamId, expires_at: isoTime(row.expiresAt) },
   })
   const listed = ({ rows, total }: { rows: RegistrationTokenRow[]; total: number }, limit: number, offset: number) => {
     const now = tokens().now()

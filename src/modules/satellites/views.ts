@@ -1,6 +1,7 @@
 import { isoOrNull } from '../../http/envelope.js'
 import { registrationTokenStatus, type RegistrationTokenRow } from '../../db/repositories/registration-tokens.js'
 import { satelliteStatus, type SatelliteRow } from '../../db/repositories/satellites.js'
+import { isoTime } from '../../lib/iso-time.js'
 
 export function tokenView(row: RegistrationTokenRow, now: Date) {
   return {
@@ -9,11 +10,11 @@ export function tokenView(row: RegistrationTokenRow, now: Date) {
     team_id: row.teamId,
     created_by: row.createdBy,
     status: registrationTokenStatus(row, now),
-    expires_at: row.expiresAt.toISOString(),
+    expires_at: isoTime(row.expiresAt),
     used_at: isoOrNull(row.usedAt),
     used_by_satellite_id: row.usedBySatelliteId,
     revoked_at: isoOrNull(row.revokedAt),
-    created_at: row.createdAt.toISOString(),
+    created_at: isoTime(row.createdAt),
   }
 }
 
@@ -32,8 +33,8 @@ export function satelliteView(row: SatelliteRow, silentSince: Date) {
     version: row.version,
     last_heartbeat_at: isoOrNull(row.lastHeartbeatAt),
     disabled_at: isoOrNull(row.disabledAt),
-    registered_at: row.registeredAt.toISOString(),
-    created_at: row.createdAt.toISOString(),
-    updated_at: row.updatedAt.toISOString(),
+    registered_at: isoTime(row.registeredAt),
+    created_at: isoTime(row.createdAt),
+    updated_at: isoTime(row.updatedAt),
   }
 }

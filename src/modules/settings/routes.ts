@@ -8,6 +8,7 @@ import type { SettingView } from './service.js'
 import {
   BulkBody, GroupEnvelope, GroupParams, GroupsEnvelope, KeyParams, SettingEnvelope, SettingsEnvelope, ValueBody,
 } from './schemas.js'
+import { isoTime } from '../../lib/iso-time.js'
 
 const tags = ['Settings']
 const canView = { auth: policy.session({ permission: 'settings.view' }) }
@@ -24,7 +25,7 @@ function settingView(setting: SettingView) {
     encrypted: setting.encrypted,
     is_set: setting.is_set,
     readable: setting.readable,
-    updated_at: setting.updated_at.toISOString(),
+    updated_at: isoTime(setting.updated_at),
   }
 }
 

@@ -1,5 +1,6 @@
 import type { MemberView, TeamWithCount } from '../../db/repositories/teams.js'
 import type { TeamRole } from '../../auth/permissions.js'
+import { isoTime } from '../../lib/iso-time.js'
 
 /** A team as its caller sees it (their role, whether they own it). */
 export function teamView(team: TeamWithCount & { role: TeamRole | null }, callerId: string) {
@@ -11,8 +12,8 @@ export function teamView(team: TeamWithCount & { role: TeamRole | null }, caller
     owner_id: team.ownerId,
     is_default: team.isDefault,
     member_count: team.memberCount,
-    created_at: team.createdAt.toISOString(),
-    updated_at: team.updatedAt.toISOString(),
+    created_at: isoTime(team.createdAt),
+    updated_at: isoTime(team.updatedAt),
     role: team.role,
     is_owner: team.ownerId === callerId,
   }
@@ -25,6 +26,6 @@ export function memberView(member: MemberView, ownerId: string) {
     email: member.email,
     role: member.role,
     is_owner: member.userId === ownerId,
-    joined_at: member.joinedAt.toISOString(),
+    joined_at: isoTime(member.joinedAt),
   }
 }

@@ -6,6 +6,7 @@ import { policy } from '../../auth/policies.js'
 import { Ok } from '../../http/envelope.js'
 import { UserView } from './schemas.js'
 import { authMethods, userView } from './view.js'
+import { isoTime } from '../../lib/iso-time.js'
 
 const tags = ['Users']
 
@@ -37,7 +38,7 @@ export const meRoutes: FastifyPluginAsyncTypebox = async (app) => {
         permissions: [...ROLE_PERMISSIONS[user.roleId]],
         email_verified: user.emailVerified,
         auth_methods: authMethods(user),
-        created_at: user.createdAt.toISOString(),
+        created_at: isoTime(user.createdAt),
         team_count: await app.services.teams.countMemberships(user.id),
       },
     }

@@ -1,4 +1,5 @@
 import type { UserRow } from '../../db/repositories/users.js'
+import { isoTime } from '../../lib/iso-time.js'
 
 /** The user as every route shows it. Never a hash. */
 export function userView(user: UserRow) {
@@ -11,7 +12,7 @@ export function userView(user: UserRow) {
     role_id: user.roleId,
     email_verified: user.emailVerified,
     auth_methods: authMethods(user),
-    created_at: user.createdAt.toISOString(),
+    created_at: isoTime(user.createdAt),
   }
 }
 
