@@ -26,7 +26,8 @@ import { satelliteWorkloads } from './satellites.js'
  * memory after a mixed load with a login flood; satellites (bench/satellites.ts); the catalogue
  * (bench/catalogue.ts); registry import, the sub-registry walk and list (bench/registry.ts).
  * `npm run bench -- --hot-path` measures the hot path only; `npm run bench -- --registry` the registry
- * only; `npm run bench -- --memory` the logins and the mixed load with its memory readings only.
+ * only; `npm run bench -- --memory` the logins and the mixed load with its memory readings only;
+ * `npm run bench -- --catalogue` the catalogue only.
  *   BENCH_SECONDS (default 5)   length of each load run (after a 2 s warm-up that is not reported)
  *   BENCH_CONNECTIONS (10)      concurrent connections
  *   BENCH_STARTS (5)            cold starts per dialect (the median is reported)
@@ -58,6 +59,8 @@ const HOT_PATH_ONLY = process.argv.includes('--hot-path')
 const REGISTRY_ONLY = process.argv.includes('--registry')
 /** `npm run bench -- --memory`: logins and the mixed load with its memory readings only. */
 const MEMORY_ONLY = process.argv.includes('--memory')
+/** `npm run bench -- --catalogue`: the catalogue workloads only. */
+const CATALOGUE_ONLY = process.argv.includes('--catalogue')
 const say = (line = '') => {
   if (!JSON_OUTPUT) console.log(line)
 }
@@ -109,8 +112,8 @@ async function main(): Promise<void> {
     machine: { cpus: cpus().length, node: process.version }, started_as: { env: startEnv, args: server }, seconds: SECONDS, connections: CONNECTIONS, dialects: {},
   }
   try {
-    const rawArgon2 = HOT_PATH_ONLY || REGISTRY_ONLY ? 0 : await argon2Throughput()
-    if (!HOT_PATH_ONLY && !REGISTRY_ONLY) {
+    const rawArgon2 = HOT_PATH_ONLY || REGISTRY_ONLY || CATALOGUE_ONLY ? 0 : await argon2Throughput()
+    if (!HOT_PATH_ONLY && !REGISTRY_ONLY && !CATALOGUE_ONLY) {
       report.raw_argon2_verify_per_s = rawArgon2
       say(`raw Argon2id verify: ${rawArgon2} /s (${CONNECTIONS} at a time, this process)`)
     }
@@ -134,6 +137,15 @@ async function main(): Promise<void> {
         const accessToken = await bearerToken(url, cookie)
         const session = { headers: { cookie } }
         const bearer = { headers: { authorization: `Bearer ${accessToken}` } }
+        if (CATALOGUE_ONLY) {
+          const catalogue = await catalogueWorkloads(url, cookie, env, bare.url, (username) => signUp(url, username))
+          ;(report.dialects as Record<string, unknown>)[dialect] = { catalogue }
+          await stop(running.child)
+          say(`\n${dialect}:`)
+          say(table(catalogue.measurements))
+          for (const note of catalogue.notes) say(`  ${note}`)
+          continue
+        }
         if (REGISTRY_ONLY) {
           // Before the catalogue workloads seed 100 000 servers: the import and the walk on an empty catalogue.
           const registry = await registryWorkloads(url, cookie, bare.url)
