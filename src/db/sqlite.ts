@@ -82,13 +82,19 @@ export function openSqlite(path: string, onQuery?: QueryTimer): Database {
   // committed or not (it never goes back); data_version changes when another connection — another
   // process, a command-line tool — has committed since this one last read. Every write that could
   // alter an answer moves one of them, and `epoch` with them.
-  let stamp: BetterSqlite3.Statement | undefined
+  // Two statements rather than one select over pragma_data_version, which took 2.2 µs against
+  // 1.6: the pragma alone is cheaper, and total_changes() reads no file (nothing this connection
+  // writes can happen between the two, and the pragma is the one that starts a read transaction).
+  let changesStatement: BetterSqlite3.Statement | undefined
+  let versionStatement: BetterSqlite3.Statement | undefined
   let seenChanges = -1
   let seenVersion = -1
   let epoch = 0
   const currentEpoch = (): number => {
-    stamp ??= client.prepare('select total_changes(), data_version from pragma_data_version').raw(true)
-    const [changes, version] = stamp.get() as [number, number]
+    changesStatement ??= client.prepare('select total_changes()').pluck(true)
+    versionStatement ??= client.prepare('pragma data_version').pluck(true)
+    const changes = changesStatement.get() as number
+    const version = versionStatement.get() as number
     if (changes !== seenChanges || version !== seenVersion) {
       seenChanges = changes
       seenVersion = version
