@@ -47,13 +47,17 @@ export function authorize(request: FastifyRequest, reply: FastifyReply, routePol
   return identified.then((caller) => admit(request, reply, routePolicy, services, caller))
 }
 
-async function admit(request: FastifyRequest, reply: FastifyReply, routePolicy: RoutePolicy, services: Services, caller: Caller): Promise<Caller> {
+/**
+ * The route's requirements for an identified caller. Runs inside the lookup's `then`: a throw is
+ * the refusal, and what needs no further lookup (most requests) is returned as it is, not wrapped
+ * in a promise the chain would have to unwrap.
+ */
+function admit(request: FastifyRequest, reply: FastifyReply, routePolicy: RoutePolicy, services: Services, caller: Caller): Caller | Promise<Caller> {
   if (caller.kind === 'scraper') return caller
   if (caller.kind === 'satellite') return admitSatellite(request, caller, routePolicy)
   if (caller.kind === 'registration') {
     // Pairing a satellite is a login of sorts: the master switch stops it too.
-    if (!(await services.settings.get('global.enable_login'))) throw loginDisabled()
-    return caller
+    return loginEnabled(services).then(() => caller)
   }
   // A session on a satellite route (orAdminSession) or on the metrics is only admitted for a global admin.
   if ((routePolicy.kind === 'satellite' || routePolicy.kind === 'metrics') && caller.role !== 'global_admin') {
@@ -70,16 +74,23 @@ async function admit(request: FastifyRequest, reply: FastifyReply, routePolicy: 
       .withHeaders({ 'www-authenticate': oauthChallenges(services).insufficientScope[routePolicy.scope] })
   }
   // With login switched off, only global admins keep using their credentials.
-  if (caller.role !== 'global_admin' && !(await services.settings.get('global.enable_login'))) {
-    throw loginDisabled()
-  }
+  if (caller.role === 'global_admin') return admitUser(request, routePolicy, services, caller)
+  return loginEnabled(services).then(() => admitUser(request, routePolicy, services, caller))
+}
+
+/** A user caller's role and team permissions, once the login switch has let them through. */
+function admitUser(request: FastifyRequest, routePolicy: RoutePolicy, services: Services, caller: UserCaller): UserCaller | Promise<UserCaller> {
   if ((routePolicy.kind === 'session' || routePolicy.kind === 'dual') && routePolicy.permission !== undefined) {
     if (!roleHas(caller.role, routePolicy.permission)) throw errors.forbidden({ required_permission: routePolicy.permission })
   }
   if ((routePolicy.kind === 'session' || routePolicy.kind === 'dual') && routePolicy.teamPermission !== undefined) {
-    await authorizeTeam(request, caller, routePolicy.teamPermission, services)
+    return authorizeTeam(request, caller, routePolicy.teamPermission, services).then(() => caller)
   }
   return caller
+}
+
+async function loginEnabled(services: Services): Promise<void> {
+  if (!(await services.settings.get('global.enable_login'))) throw loginDisabled()
 }
 
 /** No Authorization header and no session cookie: an anonymous caller (anything presented is checked). */
