@@ -13,7 +13,7 @@ import { bearerToken, SECRET, signUp, startCommand } from './service.js'
  * another commit's, on the hot path. Two runs of `npm run bench` minutes apart cannot be compared
  * on this machine (its speed drifts by 2× within minutes); here both builds run at once, as
  * `npm start` runs them, on one database, and are loaded in turn in one-second slices whose order
- * alternates. One process differs from another of the same build by up to 8 % on the cheapest
+ * alternates. One process differs from another of the same build by up to 15 % on the cheapest
  * routes (the same commit against itself: −8 % on health in one pair, +9 % in another), so each
  * round starts a fresh pair, in the other order than the round before, and the ratios of the
  * rounds are averaged (geometric mean). Prints, per workload, each build's req/s and server CPU
