@@ -144,12 +144,12 @@ export async function createServices(database: Database, { config, clock, log, l
   const sessions = new SessionService(sessionRows, digest, clock, config)
   const mail = new MailService({ settings, log, clock })
   const emailFlows = new EmailFlows({
-    database, users, tokens: emailTokens, sessionsRepository: sessionRows,
+    database, users, tokens: emailTokens, sessionsRepository: sessionRows, oauth: oauthRows,
     passwords, settings, mail, audit, digest, clock, config,
   })
   const teamService = new TeamService({ database, teams, users, settings, clock })
   const accounts = new AccountService({
-    database, users, teams, sessionsRepository: sessionRows, sessions, passwords, settings, audit, emailFlows, limits, clock, metrics: metrics.logins,
+    database, users, teams, sessionsRepository: sessionRows, oauth: oauthRows, sessions, passwords, settings, audit, emailFlows, limits, clock, metrics: metrics.logins,
   })
   const oauth = new OAuthServer({
     database, repository: oauthRows, teams, settings, audit, digest,

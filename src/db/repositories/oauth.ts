@@ -137,6 +137,22 @@ export function oauthRepository(database: Database, executor: Db = database.db) 
       await db.update(t.oauthTokens).set({ revoked: true }).where(eq(t.oauthTokens.grantId, grantId))
     },
 
+    /**
+     * Ends every grant of a user, the way a reused refresh token ends one (revoked grant, revoked
+     * tokens), and forgets their remembered consents, so the next authorization asks again.
+     * Answers how many grants were still live.
+     */
+    async revokeAllForUser(userId: string, now: Date): Promise<number> {
+      const ended = await db
+        .update(t.oauthGrants)
+        .set({ revokedAt: now })
+        .where(and(eq(t.oauthGrants.userId, userId), isNull(t.oauthGrants.revokedAt)))
+        .returning({ id: t.oauthGrants.id })
+      await db.update(t.oauthTokens).set({ revoked: true }).where(and(eq(t.oauthTokens.userId, userId), eq(t.oauthTokens.revoked, false)))
+      await db.delete(t.oauthConsents).where(eq(t.oauthConsents.userId, userId))
+      return ended.length
+    },
+
     async insertTokens(tokens: OAuthTokenRow[]): Promise<void> {
       await db.insert(t.oauthTokens).values(tokens)
     },

@@ -2,7 +2,9 @@ import { createHmac } from 'node:crypto'
 import type { Passwords } from '../../auth/passwords.js'
 import type { Config } from '../../config.js'
 import { newId } from '../../db/ids.js'
+import { signOutEverywhere } from '../../auth/sign-outs.js'
 import type { EmailTokenPurpose, EmailTokenRow, EmailTokensRepository } from '../../db/repositories/email-tokens.js'
+import type { OAuthRepository } from '../../db/repositories/oauth.js'
 import type { SessionsRepository } from '../../db/repositories/sessions.js'
 import type { UserRow, UsersRepository } from '../../db/repositories/users.js'
 import type { Database } from '../../db/types.js'
@@ -33,6 +35,7 @@ export interface EmailFlowDeps {
   users: UsersRepository
   tokens: EmailTokensRepository
   sessionsRepository: SessionsRepository
+  oauth: OAuthRepository
   passwords: Passwords
   settings: SettingsService
   mail: MailService
@@ -102,9 +105,9 @@ export class EmailFlows {
     }, { mail: 'password_reset', requestId })
   }
 
-  /** Single use; every reset token of the user dies with it; every session of the user too. */
+  /** Single use; every reset token of the user dies with it; every session and OAuth grant of the user too. */
   async resetPassword(token: string, newPassword: string, ip: string, requestId?: string): Promise<void> {
-    const { tokens, users, sessionsRepository, passwords, clock, digest, database, audit, mail } = this.deps
+    const { tokens, users, sessionsRepository, oauth, passwords, clock, digest, database, audit, mail } = this.deps
     const now = new Date(clock.now())
     const row = await this.usableResetToken(token, now)
     const passwordHash = await passwords.hash(newPassword)
@@ -113,10 +116,10 @@ export class EmailFlows {
       await users.with(tx).lockUser(row.userId)
       if (!(await tokens.with(tx).consume(row.id, now))) throw invalidToken()
       await tokens.with(tx).consumeAllFor(row.userId, 'reset_password', now)
-      await sessionsRepository.with(tx).deleteForUser(row.userId)
+      const { oauthGrantsRevoked } = await signOutEverywhere({ sessions: sessionsRepository, oauth }, tx, row.userId, now)
       const updated = await users.with(tx).update(row.userId, { passwordHash, failedLogins: 0, failedLoginsSince: null, lockedUntil: null, updatedAt: now })
       if (updated === undefined) throw invalidToken()
-      await audit.record('user.password_reset', { actorId: updated.id, ip, target: updated.id }, tx)
+      await audit.record('user.password_reset', { actorId: updated.id, ip, target: updated.id, details: { oauth_grants_revoked: oauthGrantsRevoked } }, tx)
       return updated
     })
     await mail.sendBestEffort({ to: user.email, ...passwordChangedMail({ username: user.username }) }, { mail: 'password_changed', requestId })

@@ -1,8 +1,10 @@
 import type { AbuseLimits } from '../../auth/limits.js'
 import type { Passwords } from '../../auth/passwords.js'
 import type { SessionService } from '../../auth/sessions.js'
+import { signOutEverywhere } from '../../auth/sign-outs.js'
 import { violatedUniqueIndex } from '../../db/errors.js'
 import { newId } from '../../db/ids.js'
+import type { OAuthRepository } from '../../db/repositories/oauth.js'
 import type { SessionsRepository } from '../../db/repositories/sessions.js'
 import type { TeamsRepository } from '../../db/repositories/teams.js'
 import type { NewUser, UserRow, UsersRepository } from '../../db/repositories/users.js'
@@ -33,6 +35,7 @@ export interface Deps {
   users: UsersRepository
   teams: TeamsRepository
   sessionsRepository: SessionsRepository
+  oauth: OAuthRepository
   sessions: SessionService
   passwords: Passwords
   settings: SettingsService
@@ -169,17 +172,18 @@ export class AccountService {
     if (userId !== null) await this.deps.audit.record('user.logout', { actorId: userId, ip: context.ip, target: userId })
   }
 
-  /** Every other session of the user dies; the current one stays. */
+  /** Every other session and every OAuth grant of the user dies; the current session stays. */
   async changePassword(user: UserRow, sessionRowId: string, current: string, next: string, context: RequestContext): Promise<void> {
-    const { users, passwords, sessionsRepository, audit, clock } = this.deps
+    const { users, passwords, sessionsRepository, oauth, audit, clock } = this.deps
     if (user.passwordHash === null || !(await passwords.verify(user.passwordHash, current))) {
       throw new AppError(400, 'INVALID_PASSWORD', 'The current password is wrong.')
     }
     const passwordHash = await passwords.hash(next)
     await this.deps.database.transaction(async (tx) => {
-      await users.with(tx).update(user.id, { passwordHash, updatedAt: new Date(clock.now()) })
-      await sessionsRepository.with(tx).deleteForUser(user.id, sessionRowId)
-      await audit.record('user.password_changed', { actorId: user.id, ip: context.ip, target: user.id }, tx)
+      const now = new Date(clock.now())
+      await users.with(tx).update(user.id, { passwordHash, updatedAt: now })
+      const { oauthGrantsRevoked } = await signOutEverywhere({ sessions: sessionsRepository, oauth }, tx, user.id, now, sessionRowId)
+      await audit.record('user.password_changed', { actorId: user.id, ip: context.ip, target: user.id, details: { oauth_grants_revoked: oauthGrantsRevoked } }, tx)
     })
   }
 
