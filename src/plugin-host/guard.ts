@@ -13,7 +13,12 @@ import { bodyValidator } from '../http/validation.js'
  * - nested plugins: one that throws fails its extension plugin, not the service's boot;
  * - error handlers: a plugin's handler sees its own errors, never the refusals of the core (401,
  *   403, 404, 415, 429, validation), which keep the service's envelope;
- * - the 404 handler stays the service's.
+ * - the 404 handler stays the service's;
+ * - the core's instances: Fastify builds a plugin's instance with `Object.create(parent)`, so the
+ *   root instance is one `Object.getPrototypeOf` away. Once plugins mount, the root, the core's
+ *   contexts and the host's container refuse every change (hooks, error and 404 handlers,
+ *   decorators, parsers, schemas, serializers, nested registrations) while plugin code runs, and
+ *   every change but a registration afterwards; the plugin that tries fails.
  * This is a boundary against mistakes, not a sandbox: plugin code runs in the service's process.
  */
 
@@ -41,8 +46,8 @@ export interface GuardedPlugin extends PluginMark {
 }
 
 export interface GuardHost {
-  /** The plugin whose `register` is running, if any. */
-  readonly loading: GuardedPlugin | null
+  /** The plugin whose code is running (its `register` or a nested registration), if any. */
+  loading: GuardedPlugin | null
   fail(plugin: GuardedPlugin, error: unknown): void
   readonly bodyLimit: number
 }
@@ -142,8 +147,11 @@ type PluginFunction = ((instance: FastifyInstance, options: unknown, done?: (err
  */
 function contained(fn: PluginFunction, plugin: GuardedPlugin, host: GuardHost): PluginFunction {
   const callbackStyle = fn.length >= 3 && fn.constructor.name !== 'AsyncFunction'
+  // Avvio runs a nested registration after the plugin's `register` returned: it runs as its plugin.
   const wrapped = (callbackStyle
     ? function (this: unknown, instance: FastifyInstance, options: unknown, done: (error?: Error) => void) {
+      const previous = host.loading
+      host.loading = plugin
       try {
         fn.call(this, instance, options, (error?: Error) => {
           if (error) host.fail(plugin, error)
@@ -152,13 +160,19 @@ function contained(fn: PluginFunction, plugin: GuardedPlugin, host: GuardHost): 
       } catch (error) {
         host.fail(plugin, error)
         done()
+      } finally {
+        host.loading = previous
       }
     }
     : async function (this: unknown, instance: FastifyInstance, options: unknown) {
+      const previous = host.loading
+      host.loading = plugin
       try {
         await fn.call(this, instance, options)
       } catch (error) {
         host.fail(plugin, error)
+      } finally {
+        host.loading = previous
       }
     }) as PluginFunction
   for (const symbol of Object.getOwnPropertySymbols(fn)) wrapped[symbol] = fn[symbol]
@@ -170,8 +184,12 @@ export function containScope(scope: FastifyInstance, plugin: GuardedPlugin, host
   ;(scope as unknown as Owned)[kPluginOf] = plugin
   const register = scope.register
   const setErrorHandler = scope.setErrorHandler
-  // Own properties of the scope; the plugin's child instances inherit them.
-  Object.assign(scope, {
+  // Own properties of the scope; the plugin's child instances inherit them. Defined, not assigned:
+  // the root's sealed methods are read-only, and assignment would not shadow an inherited one.
+  const own = (methods: Record<string, unknown>) => {
+    for (const [name, value] of Object.entries(methods)) Object.defineProperty(scope, name, { value, writable: false, enumerable: false, configurable: false })
+  }
+  own({
     register(this: FastifyInstance, fn: unknown, options?: unknown) {
       const plugin = typeof fn === 'function' ? contained(fn as PluginFunction, (this as unknown as Owned)[kPluginOf]!, host) : fn
       return (register as (fn: unknown, options?: unknown) => unknown).call(this, plugin, options)
@@ -183,4 +201,64 @@ export function containScope(scope: FastifyInstance, plugin: GuardedPlugin, host
       throw new Error(`Plugin ${plugin.id}: the 404 handler is the service's (unknown paths under ${plugin.prefix}/ answer its 404)`)
     },
   })
+}
+
+/** The Fastify methods that change an instance, and through the prototype chain its descendants. */
+const MUTATORS = [
+  'addHook', 'setErrorHandler', 'setNotFoundHandler', 'decorate', 'decorateRequest', 'decorateReply',
+  'addContentTypeParser', 'removeContentTypeParser', 'removeAllContentTypeParsers', 'addSchema', 'addHttpMethod',
+  'setSchemaErrorFormatter', 'setReplySerializer', 'setValidatorCompiler', 'setSerializerCompiler',
+  'setSchemaController', 'setChildLoggerFactory', 'setGenReqId', 'register',
+] as const
+
+/** The contexts Fastify created under `instance` (its `kChildren`), found by the symbol's name. */
+function childrenOf(instance: FastifyInstance): FastifyInstance[] {
+  const key = Object.getOwnPropertySymbols(instance).find((symbol) => symbol.description === 'fastify.children')
+  const children = key === undefined ? undefined : (instance as unknown as Record<symbol, unknown>)[key]
+  return Array.isArray(children) ? (children as FastifyInstance[]) : []
+}
+
+/**
+ * Seals the core before the first plugin mounts: `root`, every context already under it, and
+ * `container` (the host's context, the parent of every plugin's scope). Their changing methods are
+ * replaced on the root itself, so that every instance reached from a plugin — its own, or an
+ * ancestor through `Object.getPrototypeOf` — goes through the check:
+ * - while plugin code runs, only that plugin's own instances may change;
+ * - otherwise a sealed instance refuses every change but `register` (the core may still add
+ *   encapsulated contexts of its own after the plugins; a new context cannot touch existing ones).
+ * The refusal fails the plugin that tried, even when it swallows the error.
+ */
+export function sealCore(root: FastifyInstance, container: FastifyInstance, host: GuardHost): void {
+  const sealed = new WeakSet<FastifyInstance>()
+  const seal = (instance: FastifyInstance): void => {
+    sealed.add(instance)
+    for (const child of childrenOf(instance)) seal(child)
+  }
+  seal(root)
+  seal(container)
+  const methods = root as unknown as Record<string, (...args: unknown[]) => unknown>
+  for (const name of MUTATORS) {
+    const original = methods[name]
+    if (typeof original !== 'function') continue
+    Object.defineProperty(root, name, {
+      configurable: false,
+      writable: false,
+      enumerable: false,
+      value: function guardedMutator(this: FastifyInstance, ...args: unknown[]) {
+        const running = host.loading
+        const owner = (this as unknown as Owned)[kPluginOf]
+        const refused = running !== null ? owner !== running : sealed.has(this) && name !== 'register'
+        if (refused) {
+          const who = running ?? owner
+          const error = new Error(
+            `${who === undefined || who === null ? '' : `Plugin ${who.id}: `}${name} was called on a Fastify instance that is not the plugin's own ` +
+            `(the root or another context, reached through the prototype chain); hooks, error handlers and decorators stay inside the plugin's prefix`,
+          )
+          if (who !== undefined && who !== null) host.fail(who, error)
+          throw error
+        }
+        return original.apply(this, args)
+      },
+    })
+  }
 }

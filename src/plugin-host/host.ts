@@ -9,7 +9,7 @@ import type { SettingDefinition, SettingGroup } from '../modules/settings/defini
 import type { Services } from '../services.js'
 import { collectionStore, documentValidator, registerCollectionRoutes } from './collections.js'
 import { describe, entryFile, importPlugin, pluginFolders } from './discovery.js'
-import { containScope, installPluginGuard, type GuardedPlugin, type GuardHost, type PluginStatus } from './guard.js'
+import { containScope, installPluginGuard, sealCore, type GuardedPlugin, type GuardHost, type PluginStatus } from './guard.js'
 import type { CollectionStore, PluginContext, PluginScope } from './index.js'
 import { PLUGIN_ID, readManifest, type PluginManifest } from './manifest.js'
 
@@ -108,6 +108,8 @@ export class PluginHost implements GuardHost {
     await app.register(async (host) => {
       // Secure by default: a plugin route that declares no policy needs a session.
       setRouteDefaults(host, { auth: policy.session() })
+      // From here on the core cannot be changed from a plugin, whichever way it reaches it.
+      sealCore(app, host, this)
       for (const state of mountable) host.register(this.mountOne(state, state.manifest!), { prefix: state.prefix })
     })
     for (const state of mountable) {
