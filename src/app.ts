@@ -30,6 +30,8 @@ import { requestLoggerFactory } from './http/request-logger.js'
 import { keepRouteOptions, routeOptionsOf } from './http/route-options.js'
 import { registerCors, securityHeaders } from './http/security-headers.js'
 import { sharedSerializers } from './http/serializers.js'
+import { timeoutOptions } from './http/timeouts.js'
+import { trustProxyOption } from './http/trust-proxy.js'
 import { installValidators } from './http/validation.js'
 import { systemClock, type Clock } from './lib/clock.js'
 import { mailRoutes } from './modules/mail/routes.js'
@@ -94,7 +96,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     genReqId: requestId,
     requestIdHeader: false,
     bodyLimit: BODY_LIMIT,
-    trustProxy: config.trustProxy,
+    trustProxy: trustProxyOption(config.trustProxy),
+    ...timeoutOptions(config),
     // Long path parameters reach the schemas; past this, the router refuses them (400 envelope).
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     frameworkErrors: frameworkErrors(headers),

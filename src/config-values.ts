@@ -1,5 +1,6 @@
+import { isIP } from 'node:net'
 import { resolve } from 'node:path'
-import type { DatabaseTarget, MailSender } from './config.js'
+import type { DatabaseTarget, MailSender, TrustProxy } from './config.js'
 
 /** Parsers of single configuration values: each returns the value, or null (or a problem) when it is not one. */
 
@@ -49,6 +50,36 @@ export function hostEntry(entry: string): string | null {
   } catch {
     return null
   }
+}
+
+/** The address ranges proxy-addr (Fastify's `trustProxy`) knows by name. */
+const PROXY_RANGE_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal'])
+
+/**
+ * `TRUST_PROXY`: false (or 0), a hop count, a comma list of proxy addresses, CIDRs or range names,
+ * or true (every hop) — or the problem with the value.
+ */
+export function parseTrustProxy(value: string): TrustProxy | string {
+  const lower = value.toLowerCase()
+  if (['false', 'no', '0'].includes(lower)) return false
+  if (['true', 'yes'].includes(lower)) return true
+  if (/^\d+$/.test(value)) {
+    const hops = Number(value)
+    if (hops >= 1 && hops <= 100) return hops
+  } else {
+    const entries = value.split(',').map((entry) => entry.trim()).filter(Boolean)
+    if (entries.length > 0 && entries.every(isProxyEntry)) return entries
+  }
+  return `TRUST_PROXY must be false, a number of proxy hops from 1 to 100, or a comma list of proxy addresses, CIDRs and loopback/linklocal/uniquelocal, like 10.0.0.0/8,::1 (got "${value}")`
+}
+
+function isProxyEntry(entry: string): boolean {
+  if (PROXY_RANGE_NAMES.has(entry)) return true
+  const [address = '', prefix, extra] = entry.split('/')
+  const family = isIP(address)
+  if (family === 0 || extra !== undefined) return false
+  if (prefix === undefined) return true
+  return /^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128)
 }
 
 export function isHttpUrl(value: string): boolean {

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { parseEnv } from 'node:util'
-import { hostEntry, isHttpUrl, parseDatabaseUrl, parseMailSender } from './config-values.js'
+import { hostEntry, isHttpUrl, parseDatabaseUrl, parseMailSender, parseTrustProxy } from './config-values.js'
 
 /**
  * The environment, read once, validated (every problem reported together), typed and frozen.
@@ -19,6 +19,12 @@ export interface MailSender {
   name: string | null
   address: string
 }
+
+/**
+ * Which peers' `X-Forwarded-*` headers to believe: none (false), the nearest N hops, the proxies at
+ * these addresses/CIDRs, or (true) every hop — which lets a client name its own address.
+ */
+export type TrustProxy = boolean | number | readonly string[]
 
 export type DatabaseTarget =
   | { dialect: 'sqlite'; path: string; url: string }
@@ -42,7 +48,13 @@ export interface Config {
   providerOauthUrl: string
   providerApiUrl: string
   corsOrigins: readonly string[]
-  trustProxy: boolean
+  trustProxy: TrustProxy
+  /** A request (line, headers and body) must have arrived whole within this; the answer may take longer. */
+  requestTimeoutMs: number
+  /** The request line and headers must have arrived within this (at most requestTimeoutMs). */
+  headersTimeoutMs: number
+  /** A connection on which no byte moves either way for this long is closed. */
+  connectionTimeoutMs: number
   redisUrl: string | null
   rateLimitEnabled: boolean
   providerOauthClientId: string | null
@@ -163,6 +175,20 @@ export function loadConfig(env: Environment = readEnvironment(), { terminal = pr
     else outboundAllowedHosts.push(host)
   }
 
+  const rawTrustProxy = read('TRUST_PROXY')
+  const trustProxy = rawTrustProxy === undefined ? false : parseTrustProxy(rawTrustProxy)
+  if (typeof trustProxy === 'string') problems.push(trustProxy)
+  else if (trustProxy === true) {
+    warnings.push(
+      'TRUST_PROXY=true believes every X-Forwarded-For entry, so a client chooses its own address (its rate-limit key and ' +
+        'the IP in the audit log): set the number of proxies in front of the service (TRUST_PROXY=1) or their addresses instead.',
+    )
+  }
+
+  const requestTimeout = integer('REQUEST_TIMEOUT', 30, 1, 3600)
+  const headersTimeout = integer('HEADERS_TIMEOUT', Math.min(10, requestTimeout), 1, 3600)
+  if (headersTimeout > requestTimeout) problems.push(`HEADERS_TIMEOUT must not exceed REQUEST_TIMEOUT (${headersTimeout} > ${requestTimeout})`)
+
   const pluginsDisabled = list('PLUGINS_DISABLED')
   const metricsToken = read('METRICS_TOKEN') ?? null
   // Presented as `Authorization: Bearer <token>` (RFC 6750 token characters); `service_` starts satellite credentials.
@@ -193,7 +219,10 @@ export function loadConfig(env: Environment = readEnvironment(), { terminal = pr
     providerOauthUrl: httpUrl('PROVIDER_OAUTH_URL', 'https://github.com'),
     providerApiUrl: httpUrl('PROVIDER_API_URL', 'https://api.github.com'),
     corsOrigins,
-    trustProxy: boolean('TRUST_PROXY', false),
+    trustProxy: trustProxy as TrustProxy,
+    requestTimeoutMs: requestTimeout * 1000,
+    headersTimeoutMs: headersTimeout * 1000,
+    connectionTimeoutMs: integer('CONNECTION_TIMEOUT', 60, 1, 3600) * 1000,
     redisUrl,
     rateLimitEnabled: boolean('RATE_LIMIT_ENABLED', true),
     providerOauthClientId,

@@ -49,6 +49,9 @@ describe('loadConfig defaults', () => {
       logLevel: 'info',
       rateLimitEnabled: true,
       trustProxy: false,
+      requestTimeoutMs: 30_000,
+      headersTimeoutMs: 10_000,
+      connectionTimeoutMs: 60_000,
       providerOauthUrl: 'https://github.com',
       providerApiUrl: 'https://api.github.com',
       corsOrigins: [],
@@ -374,6 +377,67 @@ describe('DATABASE_CONNECT_TIMEOUT', () => {
   it.each(['-1', '1.5', '2s', '3601'])('%s is a problem naming the variable', (value) => {
     const problems = problemsOf({ DATA_DIR: dataDir(), ENCRYPTION_SECRET: SECRET, DATABASE_CONNECT_TIMEOUT: value })
     expect(problems).toEqual([`DATABASE_CONNECT_TIMEOUT must be an integer between 0 and 3600 (got "${value}")`])
+  })
+})
+
+describe('TRUST_PROXY', () => {
+  const load = (value: string) => loadConfig({ DATA_DIR: dataDir(), ENCRYPTION_SECRET: SECRET, TRUST_PROXY: value })
+
+  it.each(['false', 'FALSE', 'no', '0'])('%s trusts no proxy, silently', (value) => {
+    expect(load(value)).toMatchObject({ trustProxy: false, warnings: [] })
+  })
+
+  it.each([['1', 1], ['2', 2], ['100', 100]])('%s is a hop count', (value, hops) => {
+    expect(load(value)).toMatchObject({ trustProxy: hops, warnings: [] })
+  })
+
+  it('a comma list of addresses, CIDRs and proxy-addr range names is kept as a list', () => {
+    expect(load(' 10.0.0.0/8, 192.168.1.7 ,::1,fd00::/8,loopback,').trustProxy).toEqual(['10.0.0.0/8', '192.168.1.7', '::1', 'fd00::/8', 'loopback'])
+  })
+
+  it.each(['true', 'yes'])('%s is still accepted, with a warning that clients then choose their own address', (value) => {
+    const config = load(value)
+    expect(config.trustProxy).toBe(true)
+    expect(config.warnings).toHaveLength(1)
+    expect(config.warnings[0]).toMatch(/TRUST_PROXY=true .*client chooses its own address/)
+  })
+
+  it.each(['maybe', '101', '-1', '1.5', '10.0.0.0/33', '::1/129', '300.1.1.1', '10.0.0.1/8/2', 'proxy.internal', '10.0.0.1,nope', 'LOOPBACK'])(
+    '%s is a problem naming the variable and the accepted forms',
+    (value) => {
+      const problems = problemsOf({ DATA_DIR: dataDir(), ENCRYPTION_SECRET: SECRET, TRUST_PROXY: value })
+      expect(problems).toHaveLength(1)
+      expect(problems[0]).toMatch(/^TRUST_PROXY must be false, a number of proxy hops from 1 to 100, or a comma list of proxy addresses/)
+      expect(problems[0]!.endsWith(`(got "${value}")`)).toBe(true)
+    },
+  )
+})
+
+describe('REQUEST_TIMEOUT, HEADERS_TIMEOUT, CONNECTION_TIMEOUT', () => {
+  const load = (env: Environment) => loadConfig({ DATA_DIR: dataDir(), ENCRYPTION_SECRET: SECRET, ...env })
+
+  it('are read in seconds', () => {
+    expect(load({ REQUEST_TIMEOUT: '5', HEADERS_TIMEOUT: '2', CONNECTION_TIMEOUT: '90' }))
+      .toMatchObject({ requestTimeoutMs: 5_000, headersTimeoutMs: 2_000, connectionTimeoutMs: 90_000 })
+  })
+
+  it('the headers bound defaults to 10 s, or to REQUEST_TIMEOUT when that is shorter', () => {
+    expect(load({ REQUEST_TIMEOUT: '60' }).headersTimeoutMs).toBe(10_000)
+    expect(load({ REQUEST_TIMEOUT: '3' }).headersTimeoutMs).toBe(3_000)
+  })
+
+  it('headers may not take longer than the whole request', () => {
+    expect(problemsOf({ DATA_DIR: dataDir(), ENCRYPTION_SECRET: SECRET, REQUEST_TIMEOUT: '5', HEADERS_TIMEOUT: '6' }))
+      .toEqual(['HEADERS_TIMEOUT must not exceed REQUEST_TIMEOUT (6 > 5)'])
+  })
+
+  it.each([
+    ['REQUEST_TIMEOUT', '0'], ['REQUEST_TIMEOUT', '3601'], ['REQUEST_TIMEOUT', '30s'],
+    ['HEADERS_TIMEOUT', '0'], ['HEADERS_TIMEOUT', '1.5'],
+    ['CONNECTION_TIMEOUT', '0'], ['CONNECTION_TIMEOUT', '-5'],
+  ])('%s=%s is a problem naming the variable (no way to switch a bound off)', (name, value) => {
+    expect(problemsOf({ DATA_DIR: dataDir(), ENCRYPTION_SECRET: SECRET, [name]: value }))
+      .toEqual([`${name} must be an integer between 1 and 3600 (got "${value}")`])
   })
 })
 
