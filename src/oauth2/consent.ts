@@ -77,6 +77,9 @@ export class Consent {
     if (request.prompt !== null) return null
     const consent = await repository.findConsent(session.userId, request.clientId)
     if (consent === undefined || !isSubset(request.scope.split(' '), consent.scope.split(' '))) return null
+    // Only to a redirect URI the user approved, port included: with loopback ports free (RFC 8252
+    // §7.3), any local process could otherwise collect a code on a port of its own (§8.6).
+    if (!approvedRedirectUris(consent.redirectUris).includes(request.redirectUri)) return null
     const teamId = consent.teamId ?? (await teams.defaultOf(session.userId))?.id ?? null
     if (teamId === null || (await teams.roleOf(session.userId, teamId)) === null) return null
     const consumed = await repository.consumeRequest(request.id, session.credentialId, nowOf(this.deps))
@@ -139,7 +142,9 @@ export class Consent {
       const txRepository = repository.with(tx)
       await txRepository.insertGrant(grant)
       if (remember) {
-        await txRepository.rememberConsent({ userId: user.id, clientId: request.clientId, scope: request.scope, teamId, updatedAt: now })
+        const earlier = await txRepository.findConsent(user.id, request.clientId)
+        const redirectUris = rememberedRedirectUris(earlier?.redirectUris ?? null, request.redirectUri)
+        await txRepository.rememberConsent({ userId: user.id, clientId: request.clientId, scope: request.scope, teamId, redirectUris, updatedAt: now })
         await audit.record('oauth.consent_approved', { actorId: user.id, target: request.clientId, details: { scope: request.scope, team_id: teamId } }, tx)
       }
     })
@@ -149,4 +154,18 @@ export class Consent {
   csrfToken(requestId: string, sessionId: string): string {
     return createHmac('sha256', this.deps.csrfKey).update(`${requestId}.${sessionId}`).digest('base64url')
   }
+}
+
+/** The most redirect URIs remembered per (user, client); the oldest approval is forgotten first. */
+export const MAX_REMEMBERED_REDIRECT_URIS = 10
+
+/** The redirect URIs a remembered consent covers; none for one recorded before they were kept. */
+function approvedRedirectUris(stored: string | null): string[] {
+  return stored === null || stored === '' ? [] : stored.split(' ')
+}
+
+/** `approved` first, then the earlier ones, at most MAX_REMEMBERED_REDIRECT_URIS. */
+function rememberedRedirectUris(stored: string | null, approved: string): string {
+  const earlier = approvedRedirectUris(stored).filter((uri) => uri !== approved)
+  return [approved, ...earlier].slice(0, MAX_REMEMBERED_REDIRECT_URIS).join(' ')
 }

@@ -4,6 +4,7 @@ import { issuerOf, loginEnabled, nowOf, type CallContext, type OAuthDeps } from 
 import { grantsDisabled, invalidClient, invalidRequest } from './errors.js'
 import { authorizationCodeGrant, type CodeExchange } from './grants/authorization-code.js'
 import { refreshTokenGrant, type Refresh } from './grants/refresh-token.js'
+import { teamStillHeld } from './team-binding.js'
 import type { TokenResponse, Tokens } from './tokens.js'
 
 export interface TokenRequest extends CodeExchange, Refresh {
@@ -52,6 +53,9 @@ export class TokenEndpoint {
     if (found === undefined) return { active: false }
     const { token: row, user } = found
     if (row.revoked || row.usedAt !== null || row.expiresAt <= nowOf(this.deps)) return { active: false }
+    // The API refuses a non-admin's bearer token while login is off; introspection must not vouch for it either.
+    if (user.roleId !== 'global_admin' && !(await loginEnabled(this.deps))) return { active: false }
+    if (!(await teamStillHeld(this.deps, user.id, row.teamId))) return { active: false }
     return {
       active: true,
       scope: row.scope,

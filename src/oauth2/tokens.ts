@@ -90,6 +90,19 @@ export class Tokens {
       : 'The refresh token was already used; every token of this authorization is revoked.')
   }
 
+  /**
+   * The user is no longer a member of the grant's team (removed, or the team deleted): the grant
+   * ends, the revocation is audited, the caller gets invalid_grant. Membership coming back later
+   * does not revive it; the user approves again.
+   */
+  async endForLostTeam(grant: OAuthGrantRow, context: CallContext): Promise<never> {
+    await this.revokeGrant(grant.id)
+    await this.deps.audit.record('oauth.token_revoked', {
+      actorId: grant.userId, ip: context.ip, target: grant.clientId, details: { grant_id: grant.id, reason: 'team_membership_ended', team_id: grant.teamId },
+    })
+    throw invalidGrant('The user is no longer a member of the team this authorization was granted for; every token of it is revoked.')
+  }
+
   /** Records an issuance, once its transaction committed: the audit trail and the metrics. */
   async audited(grant: OAuthGrantRow, grantType: IssuingGrant, issued: TokenResponse, context: CallContext): Promise<TokenResponse> {
     this.deps.metrics.issued(grantType, issued.refresh_token !== undefined)

@@ -97,13 +97,19 @@ export function oauthRepository(database: Database, executor: Db = database.db) 
       return row
     },
 
+    /** Whether anyone ever approved this client (an index on client_id keeps this one lookup). */
+    async anyConsent(clientId: string): Promise<boolean> {
+      const rows = await db.select({ one: sql`1` }).from(t.oauthConsents).where(eq(t.oauthConsents.clientId, clientId)).limit(1)
+      return rows.length === 1
+    },
+
     async rememberConsent(consent: OAuthConsentRow): Promise<void> {
       await db
         .insert(t.oauthConsents)
         .values(consent)
         .onConflictDoUpdate({
           target: [t.oauthConsents.userId, t.oauthConsents.clientId],
-          set: { scope: consent.scope, teamId: consent.teamId, updatedAt: consent.updatedAt },
+          set: { scope: consent.scope, teamId: consent.teamId, redirectUris: consent.redirectUris, updatedAt: consent.updatedAt },
         })
     },
 

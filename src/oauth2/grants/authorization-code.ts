@@ -4,6 +4,7 @@ import { nowOf, type CallContext, type OAuthDeps } from '../deps.js'
 import { invalidGrant, invalidRequest } from '../errors.js'
 import { isPkceValue, matchesChallenge } from '../pkce.js'
 import { checkResource } from '../resources.js'
+import { teamStillHeld } from '../team-binding.js'
 import type { TokenResponse, Tokens } from '../tokens.js'
 
 export interface CodeExchange {
@@ -31,6 +32,7 @@ export async function authorizationCodeGrant(deps: OAuthDeps, tokens: Tokens, bo
   if (grant.redirectUri !== redirectUri) throw invalidGrant('The redirect_uri does not match the authorization request.')
   if (!matchesChallenge(verifier, grant.codeChallenge)) throw invalidGrant('The code_verifier does not match the code_challenge.')
   checkResource(body.resource, grant, tokens.backend)
+  if (!(await teamStillHeld(deps, grant.userId, grant.teamId))) return tokens.endForLostTeam(grant, context)
   const issued = await database.transaction(async (tx) => {
     const txRepository = repository.with(tx)
     if (!(await txRepository.consumeCode(grant.id, now))) return null

@@ -4,6 +4,7 @@ import { nowOf, type CallContext, type OAuthDeps } from '../deps.js'
 import { invalidGrant, invalidRequest, invalidScope } from '../errors.js'
 import { isSubset, parseScope } from '../scopes.js'
 import { checkResource } from '../resources.js'
+import { teamStillHeld } from '../team-binding.js'
 import type { TokenResponse, Tokens } from '../tokens.js'
 
 export interface Refresh {
@@ -29,6 +30,7 @@ export async function refreshTokenGrant(deps: OAuthDeps, tokens: Tokens, body: R
   if (presented.expiresAt <= now) throw invalidGrant('The refresh token has expired.')
   const grant = await repository.findGrant(presented.grantId)
   if (grant === undefined || grant.revokedAt !== null) throw invalidGrant('The refresh token has been revoked.')
+  if (!(await teamStillHeld(deps, grant.userId, grant.teamId))) return tokens.endForLostTeam(grant, context)
   // RFC 8707 §2.2: a refresh keeps the resource (one per grant here, so narrowing means keeping it).
   checkResource(body.resource, grant, tokens.backend)
   let scopes = grant.scope.split(' ') as Scope[]

@@ -39,14 +39,22 @@ export const oauthRequests = sqliteTable('oauth_requests', {
   createdAt: integer('created_at', { mode: 'timestamp_ms' }).notNull(),
 }, (t) => [index('oauth_requests_expires_idx').on(t.expiresAt)])
 
-/** Remembered consent per (user, client): a repeat authorization within these scopes skips the page. */
+/**
+ * Remembered consent per (user, client): a repeat authorization within these scopes, to one of the
+ * redirect URIs approved, skips the page.
+ */
 export const oauthConsents = sqliteTable('oauth_consents', {
   userId: text('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
   clientId: text('client_id').notNull(),
   scope: text('scope').notNull(),
   teamId: text('team_id'),
+  /**
+   * The exact redirect URIs (port included) the user approved, space-separated, most recent first;
+   * null for consents remembered before this was recorded, which ask again (RFC 8252 §8.6).
+   */
+  redirectUris: text('redirect_uris'),
   updatedAt: integer('updated_at', { mode: 'timestamp_ms' }).notNull(),
-}, (t) => [primaryKey({ columns: [t.userId, t.clientId] })])
+}, (t) => [primaryKey({ columns: [t.userId, t.clientId] }), index('oauth_consents_client_idx').on(t.clientId)])
 
 /** One approved authorization: its code, and the lineage every token issued from it belongs to. */
 export const oauthGrants = sqliteTable('oauth_grants', {
