@@ -147,7 +147,7 @@ export async function createServices(database: Database, { config, clock, log, l
     database, users, tokens: emailTokens, sessionsRepository: sessionRows, oauth: oauthRows,
     passwords, settings, mail, audit, digest, clock, config,
   })
-  const teamService = new TeamService({ database, teams, users, settings, clock })
+  const teamService = new TeamService({ database, teams, users, settings, audit, clock })
   const accounts = new AccountService({
     database, users, teams, sessionsRepository: sessionRows, oauth: oauthRows, sessions, passwords, settings, audit, emailFlows, limits, clock, metrics: metrics.logins,
   })

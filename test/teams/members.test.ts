@@ -8,7 +8,7 @@ import {
 
 const MEMBER_KEYS = ['email', 'is_owner', 'joined_at', 'role', 'user_id', 'username']
 
-interface MemberBody { user_id: string; username: string; email: string; role: string; is_owner: boolean; joined_at: string }
+interface MemberBody { user_id: string; username: string; email: string | null; role: string; is_owner: boolean; joined_at: string }
 
 describe.each(DIALECTS)('team members on %s', (dialect) => {
   let ctx: TestContext
@@ -36,7 +36,7 @@ describe.each(DIALECTS)('team members on %s', (dialect) => {
       c = await crew()
     })
 
-    it('lists each member with user_id, username, email, role, is_owner, joined_at', async () => {
+    it('lists each member with user_id, username, email (the caller\'s own only), role, is_owner, joined_at', async () => {
       const response = await call('GET', `/api/teams/${c.team.id}/members`, c.owner)
       expect(response.statusCode).toBe(200)
       const members: MemberBody[] = response.json().data.members
@@ -48,21 +48,25 @@ describe.each(DIALECTS)('team members on %s', (dialect) => {
       expect(seen).toHaveLength(3)
       expect(seen).toEqual(expect.arrayContaining([
         { user_id: c.owner.id, username: c.owner.username, email: c.owner.email, role: 'team_admin', is_owner: true },
-        { user_id: c.teamAdmin.id, username: c.teamAdmin.username, email: c.teamAdmin.email, role: 'team_admin', is_owner: false },
-        { user_id: c.teamUser.id, username: c.teamUser.username, email: c.teamUser.email, role: 'team_user', is_owner: false },
+        { user_id: c.teamAdmin.id, username: c.teamAdmin.username, email: null, role: 'team_admin', is_owner: false },
+        { user_id: c.teamUser.id, username: c.teamUser.username, email: null, role: 'team_user', is_owner: false },
       ]))
     })
 
-    it('a team_user and a team_admin may view them (200)', async () => {
+    it('a team_user and a team_admin may view them (200), each seeing their own address only', async () => {
       for (const member of [c.teamUser, c.teamAdmin]) {
         const response = await call('GET', `/api/teams/${c.team.id}/members`, member)
         expect(response.statusCode).toBe(200)
-        expect(response.json().data.members).toHaveLength(3)
+        const members: MemberBody[] = response.json().data.members
+        expect(members).toHaveLength(3)
+        expect(members.filter((m) => m.email !== null)).toEqual([expect.objectContaining({ user_id: member.id, email: member.email })])
       }
     })
 
-    it('a global admin who is not a member may view them (200)', async () => {
-      expect(await membersOf(c.team.id, admin)).toHaveLength(3)
+    it('a global admin who is not a member may view them (200), with every address', async () => {
+      const members = await membersOf(c.team.id, admin)
+      expect(members).toHaveLength(3)
+      expect(members.map((m) => m.email).sort()).toEqual([c.owner.email, c.teamAdmin.email, c.teamUser.email].sort())
     })
 
     it('a non-member gets 404; without a session 401', async () => {
@@ -81,12 +85,14 @@ describe.each(DIALECTS)('team members on %s', (dialect) => {
 
       const first = await add(team.id, owner, byEmail.email, 'team_user')
       expect(first.statusCode).toBe(201)
-      expect(first.json().data.members).toContainEqual(expect.objectContaining({ user_id: byEmail.id, role: 'team_user', is_owner: false }))
+      // The address the adder typed is echoed back; one they did not type is not revealed.
+      expect(first.json().data.members).toContainEqual(expect.objectContaining({ user_id: byEmail.id, email: byEmail.email, role: 'team_user', is_owner: false }))
 
       const second = await add(team.id, owner, byName.username, 'team_admin')
       expect(second.statusCode).toBe(201)
       expect(second.json().data.members).toHaveLength(3)
-      expect(second.json().data.members).toContainEqual(expect.objectContaining({ user_id: byName.id, role: 'team_admin' }))
+      expect(second.json().data.members).toContainEqual(expect.objectContaining({ user_id: byName.id, email: null, role: 'team_admin' }))
+      expect(second.json().data.members).toContainEqual(expect.objectContaining({ user_id: byEmail.id, email: null }))
 
       // The new members now see the team, with their role.
       expect(await teamAs(call, team.id, byEmail)).toMatchObject({ role: 'team_user', member_count: 3 })

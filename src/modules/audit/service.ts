@@ -17,6 +17,8 @@ export type AuditEventType =
   | 'satellite.token_created' | 'satellite.token_revoked' | 'satellite.registered' | 'satellite.disabled'
   | 'satellite.enabled' | 'satellite.deleted'
   | 'plugin.loaded'
+  | 'team.created' | 'team.deleted' | 'team.member_added' | 'team.member_removed' | 'team.member_left'
+  | 'team.member_role_changed' | 'team.owner_transferred'
 
 export interface AuditEntry {
   actorId?: string | null

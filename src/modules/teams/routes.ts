@@ -38,7 +38,7 @@ export const teamRoutes: FastifyPluginAsyncTypebox = async (app) => {
     config: { auth: policy.session({ permission: 'teams.create' }) },
     schema: {
       tags, summary: 'Create a team',
-      description: 'The caller becomes its owner and team_admin. 409 TEAM_LIMIT_REACHED beyond `team.creation_limit` non-default teams. The slug comes from the name, made unique with -2, -3…, and never changes.',
+      description: 'The caller becomes its owner and team_admin. 409 TEAM_LIMIT_REACHED beyond `team.creation_limit` non-default teams. The slug comes from the name, made unique with -2, -3…, and never changes. Audit-logged (`team.created`).',
       body: CreateTeamBody, response: { 201: TeamEnvelope },
     },
   }, async (request, reply) => {
@@ -72,7 +72,7 @@ export const teamRoutes: FastifyPluginAsyncTypebox = async (app) => {
     config: { auth: policy.session({ teamPermission: 'team.delete' }) },
     schema: {
       tags, summary: 'Delete a team (its owner or a global admin)',
-      description: 'Not a default team (409 DEFAULT_TEAM). A team_admin who is not the owner gets 403.',
+      description: 'Not a default team (409 DEFAULT_TEAM). A team_admin who is not the owner gets 403. Audit-logged (`team.deleted`).',
       params: TeamParams, response: { 200: Done },
     },
   }, async (request) => {

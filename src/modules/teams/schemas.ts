@@ -25,7 +25,9 @@ export const MembersEnvelope = Ok(Type.Object({
   members: Type.Array(Type.Object({
     user_id: Type.String(),
     username: Type.String(),
-    email: Type.String(),
+    email: Type.Union([Type.String(), Type.Null()], {
+      description: "Shown to the member themself and to holders of users.view (global admins); null for everyone else. The add answer also shows the address the caller typed as `login`.",
+    }),
     role: TeamRole,
     is_owner: Type.Boolean(),
     joined_at: Type.String({ format: 'date-time' }),

@@ -4,12 +4,20 @@ import type { UsersRepository } from '../../db/repositories/users.js'
 import type { Database, Db } from '../../db/types.js'
 import { AppError, errors } from '../../http/errors.js'
 import type { Clock } from '../../lib/clock.js'
+import type { AuditEntry, AuditLog } from '../audit/service.js'
 import type { SettingsService } from '../settings/service.js'
 
-/** Who acts on a team; a global admin holds every team permission. */
+/** Who acts on a team, and from where (for the audit trail); a global admin holds every team permission. */
 export interface TeamActor {
   userId: string
   isGlobalAdmin: boolean
+  ip: string | null
+}
+
+/** Who was added, and whether the caller named them by email (they typed the address). */
+export interface AddedMember {
+  userId: string
+  byEmail: boolean
 }
 
 export interface TeamView extends TeamWithCount {
@@ -21,7 +29,7 @@ const notMember = () => errors.notFound('Member')
 
 /** Teams, membership and ownership. No Fastify types here. */
 export class TeamService {
-  constructor(private readonly deps: { database: Database; teams: TeamsRepository; users: UsersRepository; settings: SettingsService; clock: Clock }) {}
+  constructor(private readonly deps: { database: Database; teams: TeamsRepository; users: UsersRepository; settings: SettingsService; audit: AuditLog; clock: Clock }) {}
 
   forUser(userId: string): Promise<CallerTeam[]> {
     return this.deps.teams.forUser(userId)
@@ -53,6 +61,7 @@ export class TeamService {
         throw errors.conflict('TEAM_LIMIT_REACHED', `You may own at most ${limit} teams besides your default team.`)
       }
       const team = await txTeams.create({ ownerId: actor.userId, name: input.name, description: input.description ?? null, isDefault: false }, this.now())
+      await this.deps.audit.record('team.created', teamEvent(actor, team.id, { name: team.name }), tx)
       return team.id
     })
     return this.get(id, actor)
@@ -66,10 +75,12 @@ export class TeamService {
   }
 
   async delete(teamId: string, actor: TeamActor): Promise<void> {
-    const team = await this.existing(teamId)
-    if (team.isDefault) throw defaultTeam('deleted')
-    if (team.ownerId !== actor.userId && !actor.isGlobalAdmin) throw onlyOwner()
-    await this.deps.teams.delete(teamId)
+    await this.inTeam(teamId, async (txTeams, team, tx) => {
+      if (team.isDefault) throw defaultTeam('deleted')
+      if (team.ownerId !== actor.userId && !actor.isGlobalAdmin) throw onlyOwner()
+      await txTeams.delete(teamId)
+      await this.deps.audit.record('team.deleted', teamEvent(actor, teamId, { name: team.name, owner_id: team.ownerId }), tx)
+    })
   }
 
   members(teamId: string) {
@@ -77,7 +88,7 @@ export class TeamService {
   }
 
   /** Existing users only, by email or username; at most `team.member_limit` members. */
-  async addMember(teamId: string, login: string, role: TeamRole): Promise<void> {
+  async addMember(teamId: string, login: string, role: TeamRole, actor: TeamActor): Promise<AddedMember> {
     const { database, teams, users, settings } = this.deps
     const limit = await settings.get('team.member_limit')
     const user = await users.findByLogin(login)
@@ -95,12 +106,14 @@ export class TeamService {
       if (!(await txTeams.addMember(teamId, user.id, role, this.now()))) {
         throw errors.conflict('ALREADY_MEMBER', 'This user is already a member of the team.')
       }
+      await this.deps.audit.record('team.member_added', teamEvent(actor, teamId, { user_id: user.id, role }), tx)
     }, database)
+    return { userId: user.id, byEmail: login.includes('@') }
   }
 
   /** The owner stays team_admin, and the last team_admin cannot be demoted. */
-  async changeRole(teamId: string, userId: string, role: TeamRole): Promise<void> {
-    await this.inTeam(teamId, async (txTeams, team) => {
+  async changeRole(teamId: string, userId: string, role: TeamRole, actor: TeamActor): Promise<void> {
+    await this.inTeam(teamId, async (txTeams, team, tx) => {
       const current = await txTeams.roleOf(userId, teamId)
       if (current === null) throw notMember()
       if (current === role) return
@@ -109,32 +122,36 @@ export class TeamService {
         throw errors.conflict('LAST_TEAM_ADMIN', 'The last team_admin cannot be demoted.')
       }
       await txTeams.setRole(teamId, userId, role)
+      await this.deps.audit.record('team.member_role_changed', teamEvent(actor, teamId, { user_id: userId, from: current, to: role }), tx)
     })
   }
 
   /** Removing someone needs team.members.manage; leaving needs only membership. The owner cannot go. */
   async removeMember(teamId: string, userId: string, actor: TeamActor): Promise<void> {
-    await this.inTeam(teamId, async (txTeams, team) => {
+    await this.inTeam(teamId, async (txTeams, team, tx) => {
       const leaving = userId === actor.userId
       if (!leaving && !actor.isGlobalAdmin && (await txTeams.roleOf(actor.userId, teamId)) !== 'team_admin') {
         throw errors.forbidden({ required_permission: 'team.members.manage' })
       }
-      if ((await txTeams.roleOf(userId, teamId)) === null) throw notMember()
+      const role = await txTeams.roleOf(userId, teamId)
+      if (role === null) throw notMember()
       if (team.ownerId === userId) {
         throw errors.conflict('OWNER_CANNOT_LEAVE', 'The owner cannot be removed or leave; transfer ownership first.')
       }
       await txTeams.removeMember(teamId, userId)
+      await this.deps.audit.record(leaving ? 'team.member_left' : 'team.member_removed', teamEvent(actor, teamId, { user_id: userId, role }), tx)
     })
   }
 
   /** To a member, who becomes team_admin; by the owner or a global admin. */
   async transferOwnership(teamId: string, newOwnerId: string, actor: TeamActor): Promise<TeamView> {
-    await this.inTeam(teamId, async (txTeams, team) => {
+    await this.inTeam(teamId, async (txTeams, team, tx) => {
       if (team.isDefault) throw defaultTeam('transferred')
       if (team.ownerId !== actor.userId && !actor.isGlobalAdmin) throw onlyOwner()
       if ((await txTeams.roleOf(newOwnerId, teamId)) === null) throw notMember()
       await txTeams.setRole(teamId, newOwnerId, 'team_admin')
       await txTeams.setOwner(teamId, newOwnerId, this.now())
+      await this.deps.audit.record('team.owner_transferred', teamEvent(actor, teamId, { user_id: newOwnerId, previous_owner_id: team.ownerId }), tx)
     })
     return this.get(teamId, actor)
   }
@@ -155,6 +172,10 @@ export class TeamService {
       const successor = await txTeams.successor(team.id, userId)
       if (successor === null) await txTeams.delete(team.id)
       else await txTeams.setOwner(team.id, successor, this.now())
+      // The deletion's own event names who deleted the user; these say what became of the team.
+      const entry = { target: team.id, details: { team_id: team.id, reason: 'owner_deleted', previous_owner_id: userId } }
+      if (successor === null) await this.deps.audit.record('team.deleted', { ...entry, details: { ...entry.details, name: team.name } }, tx)
+      else await this.deps.audit.record('team.owner_transferred', { ...entry, details: { ...entry.details, user_id: successor } }, tx)
     }
     await txTeams.deleteDefaultOf(userId)
   }
@@ -179,6 +200,11 @@ export class TeamService {
   private now(): Date {
     return new Date(this.deps.clock.now())
   }
+}
+
+/** A team event: the team is the target; details name ids and roles, never an address. */
+function teamEvent(actor: TeamActor, teamId: string, details: Record<string, unknown>): AuditEntry {
+  return { actorId: actor.userId, ip: actor.ip, target: teamId, details: { team_id: teamId, ...details } }
 }
 
 function onlyOwner(): AppError {
