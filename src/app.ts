@@ -22,6 +22,7 @@ import { trustedOrigins } from './http/origins.js'
 import { clientErrorHandler, coreErrorHandler, frameworkErrors, installErrorHandler, MAX_PARAM_LENGTH, raisedByCore } from './http/error-handler.js'
 import { AppError, errors } from './http/errors.js'
 import { installGracefulClose } from './http/graceful-close.js'
+import { installJsonParser } from './http/json-body.js'
 import { AccessLog, loggerOptions } from './http/logging.js'
 import { registerDocumentation, registerOpenApi } from './http/openapi.js'
 import { requestId } from './http/request-id.js'
@@ -142,6 +143,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   plugins.install(app)
   // JSON only; the OAuth endpoints add form bodies in their own context.
   app.removeContentTypeParser('text/plain')
+  installJsonParser(app)
 
   await app.register(cookie)
   await registerCors(app, config)

@@ -54,6 +54,8 @@ export const errors = {
   validation: (details: FieldProblem[], message = 'Request validation failed.') =>
     new AppError(400, 'VALIDATION_ERROR', message, details),
   invalidJson: () => new AppError(400, 'INVALID_JSON', 'The request body is not valid JSON.'),
+  jsonTooDeep: (maxDepth: number) =>
+    new AppError(400, 'JSON_TOO_DEEP', `The request body is nested more than ${maxDepth} levels deep (objects and arrays); no route accepts deeper documents.`),
   unauthorized: (reason?: string) =>
     new AppError(401, 'UNAUTHORIZED', reason ? `${UNAUTHORIZED_TEXT} ${reason}` : UNAUTHORIZED_TEXT),
   forbidden: (details: ForbiddenDetails, message = 'Forbidden: you are not allowed to do this.') =>
