@@ -194,7 +194,7 @@ export async function createServices(database: Database, { config, clock, log, l
     providerLogin: new ProviderLogin({
       database, client: new ProviderClient(config.providerOauthUrl, config.providerApiUrl), users, teams,
       states: providerStates, digest,
-      sessions, settings, audit, clock, config,
+      sessions, sessionRows, oauth: oauthRows, emailTokens, settings, audit, clock, config,
     }),
     async purgeExpired() {
       const now = new Date(clock.now())

@@ -11,6 +11,8 @@ export interface AbuseLimits {
   satelliteRegistration: RateLimit
   /** RFC 7591 dynamic client registration. */
   clientRegistration: RateLimit
+  /** PUT /api/auth/email/change-password: each call may verify a password (a guess with a stolen session). */
+  passwordChange: RateLimit
   /** Per account: failures within the window that lock the account, and for how long. */
   lockout: { maxFailures: number; windowMs: number; lockMs: number }
 }
@@ -23,5 +25,6 @@ export const DEFAULT_LIMITS: AbuseLimits = {
   token: { max: 60, windowMs: MINUTE },
   satelliteRegistration: { max: 10, windowMs: MINUTE },
   clientRegistration: { max: 10, windowMs: 60 * MINUTE },
+  passwordChange: { max: 20, windowMs: MINUTE },
   lockout: { maxFailures: 10, windowMs: 15 * MINUTE, lockMs: 15 * MINUTE },
 }

@@ -69,11 +69,15 @@ describe.each(DIALECTS)('provider login: who signs in on %s', (dialect) => {
     }
 
     describe('an existing email account with the same email', () => {
-      it('is linked, in any case, without a duplicate; afterwards password and provider both sign in', async () => {
+      it('is linked when its address was verified, in any case, without a duplicate; afterwards password and provider both sign in', async () => {
         const name = unique('linda')
         const registered = await register(harness.app, { username: name, email: `${name}.Link@Example.com` })
         expect(registered.statusCode).toBe(201)
         const id = registered.json().data.user.id
+        // Only a verified address links (an unverified one is taken over: test/security/provider-link-pre-hijack.test.ts).
+        const admin = await login(harness.app, 'first_admin', DEFAULT_PASSWORD)
+        const verified = await harness.app.inject({ method: 'PUT', url: `/api/admin/users/${id}`, headers: { cookie: admin.cookie! }, payload: { email_verified: true } })
+        expect(verified.statusCode).toBe(200)
         const before = (await userRows(harness.app)).length
 
         const person = providerUser({ login: `gh-${name}`, emails: [{ email: `${name.toUpperCase()}.link@EXAMPLE.com`, primary: true, verified: true, visibility: 'private' }] })

@@ -80,7 +80,7 @@ export const emailLinkRoutes: FastifyPluginAsyncTypebox<{ origins: ReadonlySet<s
     schema: {
       tags, summary: 'Set a new password with a reset token',
       description: 'JSON, or the reset page\'s form (form-encoded, with its `csrf_token`; an `Origin`, when sent, must be this service\'s own). ' +
-        'Single use, 1 hour; every reset link of the user dies with it, and every session of the user ends. 400 RESET_LINK_EXPIRED past its ' +
+        'Single use, 1 hour; every reset link of the user dies with it, and every session and OAuth grant (access and refresh tokens) of the user ends. 400 RESET_LINK_EXPIRED past its ' +
         'lifetime, 400 INVALID_TOKEN when unknown or used, 400 VALIDATION_ERROR when `new_password_confirm` differs, 403 INVALID_CSRF_TOKEN ' +
         'for a form without a valid `csrf_token`. A browser (`Accept` preferring text/html) gets pages: done, the form again with the ' +
         'problem, or the refusal with the same status.',

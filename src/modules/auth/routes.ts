@@ -76,8 +76,15 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (a
   })
 
   app.put('/api/auth/email/change-password', {
-    config: { auth: policy.session() },
-    schema: { tags, summary: 'Change the password (ends every other session)', body: ChangePasswordBody, response: { 200: Message } },
+    config: { auth: policy.session(), limit: 'passwordChange' },
+    schema: {
+      tags, summary: 'Change the password (ends every other session)',
+      description: 'Keeps the calling session; ends every other session of the user and every OAuth grant (the CLI\'s and MCP clients\' ' +
+        'access and refresh tokens). 400 INVALID_PASSWORD when `current_password` is wrong: it counts as a failed login against the ' +
+        'account\'s lockout, and the failure that reaches the limit, like every call while the account is locked, answers 429 RATE_LIMITED ' +
+        'with Retry-After (login is locked too). Per IP, 20 calls a minute, then 429 RATE_LIMITED with Retry-After.',
+      body: ChangePasswordBody, response: { 200: Message },
+    },
   }, async (request) => {
     const user = await currentUser(request, app.services)
     const caller = request.caller!

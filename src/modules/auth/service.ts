@@ -48,6 +48,7 @@ export interface Deps {
 
 export const loginDisabled = () => new AppError(403, 'LOGIN_DISABLED', 'Login is disabled on this service.')
 const invalidCredentials = () => new AppError(401, 'INVALID_CREDENTIALS', 'Invalid login or password.')
+const wrongCurrentPassword = () => new AppError(400, 'INVALID_PASSWORD', 'The current password is wrong.')
 const emailTaken = () => errors.conflict('EMAIL_TAKEN', 'This email is already registered.')
 const usernameTaken = () => errors.conflict('USERNAME_TAKEN', 'This username is already taken.')
 
@@ -131,7 +132,7 @@ export class AccountService {
   }
 
   async login(login: string, password: string, context: RequestContext) {
-    const { users, passwords, settings, audit, clock, sessions, emailFlows, limits, metrics } = this.deps
+    const { users, passwords, settings, audit, clock, sessions, emailFlows, metrics } = this.deps
     if (!(await settings.get('global.enable_login'))) throw loginDisabled()
     const user = await users.findByLogin(login)
     const now = new Date(clock.now())
@@ -147,15 +148,8 @@ export class AccountService {
       throw lockedOut(user.lockedUntil, now)
     }
     if (!(await passwords.verify(user.passwordHash, password))) {
-      const { lockedUntil } = await users.recordFailedLogin(user.id, { now, ...limits.lockout })
-      await audit.record('user.login_failed', { actorId: user.id, ip: context.ip, target: user.id, details: { reason: 'wrong_password' } })
       metrics.failed('wrong_password')
-      // The account was open when this attempt began: a lock now is this failure's doing.
-      if (lockedUntil !== null && lockedUntil > now) {
-        metrics.lockedOut()
-        throw lockedOut(lockedUntil, now)
-      }
-      throw invalidCredentials()
+      throw await this.failedPasswordCheck(user, now, context, { reason: 'wrong_password' }, invalidCredentials())
     }
     if (!user.emailVerified && (await emailFlows.verificationRequired())) {
       throw new AppError(403, 'EMAIL_NOT_VERIFIED', 'Verify your email address before logging in.')
@@ -172,19 +166,41 @@ export class AccountService {
     if (userId !== null) await this.deps.audit.record('user.logout', { actorId: userId, ip: context.ip, target: userId })
   }
 
-  /** Every other session and every OAuth grant of the user dies; the current session stays. */
+  /**
+   * Every other session and every OAuth grant of the user dies; the current session stays. A wrong
+   * current password counts against the account's lockout exactly like a failed login (a stolen
+   * session must not become an unthrottled password oracle), and a locked account is refused here too.
+   */
   async changePassword(user: UserRow, sessionRowId: string, current: string, next: string, context: RequestContext): Promise<void> {
     const { users, passwords, sessionsRepository, oauth, audit, clock } = this.deps
-    if (user.passwordHash === null || !(await passwords.verify(user.passwordHash, current))) {
-      throw new AppError(400, 'INVALID_PASSWORD', 'The current password is wrong.')
+    const checkedAt = new Date(clock.now())
+    if (user.lockedUntil !== null && user.lockedUntil > checkedAt) throw lockedOut(user.lockedUntil, checkedAt)
+    if (user.passwordHash === null) throw wrongCurrentPassword()
+    if (!(await passwords.verify(user.passwordHash, current))) {
+      throw await this.failedPasswordCheck(user, checkedAt, context, { reason: 'wrong_password', method: 'change_password' }, wrongCurrentPassword())
     }
     const passwordHash = await passwords.hash(next)
     await this.deps.database.transaction(async (tx) => {
       const now = new Date(clock.now())
-      await users.with(tx).update(user.id, { passwordHash, updatedAt: now })
+      // Like a successful login, a proven password clears the failure count.
+      await users.with(tx).update(user.id, { passwordHash, failedLogins: 0, failedLoginsSince: null, lockedUntil: null, updatedAt: now })
       const { oauthGrantsRevoked } = await signOutEverywhere({ sessions: sessionsRepository, oauth }, tx, user.id, now, sessionRowId)
       await audit.record('user.password_changed', { actorId: user.id, ip: context.ip, target: user.id, details: { oauth_grants_revoked: oauthGrantsRevoked } }, tx)
     })
+  }
+
+  /**
+   * Counts a wrong password against the account (one atomic update in the database, so the count
+   * holds across instances) and audits it; the error to throw: 429 when this failure locked the
+   * account (it was open when the attempt began), else `refusal`.
+   */
+  private async failedPasswordCheck(user: UserRow, now: Date, context: RequestContext, details: Record<string, string>, refusal: AppError): Promise<AppError> {
+    const { users, audit, limits, metrics } = this.deps
+    const { lockedUntil } = await users.recordFailedLogin(user.id, { now, ...limits.lockout })
+    await audit.record('user.login_failed', { actorId: user.id, ip: context.ip, target: user.id, details })
+    if (lockedUntil === null || lockedUntil <= now) return refusal
+    metrics.lockedOut()
+    return lockedOut(lockedUntil, now)
   }
 
   async updateProfile(user: UserRow, patch: { username?: string; first_name?: string; last_name?: string }): Promise<UserRow> {
@@ -210,7 +226,7 @@ export class AccountService {
 
 function lockedOut(until: Date, now: Date): AppError {
   const seconds = Math.max(1, Math.ceil((until.getTime() - now.getTime()) / 1000))
-  return new AppError(429, 'RATE_LIMITED', 'Too many failed logins: this account is locked for a while.').withHeaders({
+  return new AppError(429, 'RATE_LIMITED', 'Too many wrong passwords (at login or when changing it): this account is locked for a while.').withHeaders({
     'retry-after': String(seconds),
   })
 }

@@ -1,8 +1,11 @@
 import type { Config } from '../../config.js'
 import { newId } from '../../db/ids.js'
+import type { EmailTokensRepository } from '../../db/repositories/email-tokens.js'
+import type { OAuthRepository } from '../../db/repositories/oauth.js'
+import type { SessionsRepository } from '../../db/repositories/sessions.js'
 import type { TeamsRepository } from '../../db/repositories/teams.js'
 import type { UserRow, UsersRepository } from '../../db/repositories/users.js'
-import type { Database } from '../../db/types.js'
+import type { Database, Db } from '../../db/types.js'
 import { AppError, errors } from '../../http/errors.js'
 import type { Clock } from '../../lib/clock.js'
 import { randomToken, sameSecret, type Digester } from '../../lib/tokens.js'
@@ -11,6 +14,7 @@ import type { AuditLog } from '../audit/service.js'
 import { loginDisabled } from '../auth/service.js'
 import type { SettingsService } from '../settings/service.js'
 import type { SessionService } from '../../auth/sessions.js'
+import { signOutEverywhere } from '../../auth/sign-outs.js'
 import { emailNotAvailable, providerFailed, type ProviderClient, type ProviderCredentials, type ProviderIdentity } from './client.js'
 import { usernameCandidates } from './usernames.js'
 
@@ -28,6 +32,10 @@ export interface Deps {
   users: UsersRepository
   teams: TeamsRepository
   sessions: SessionService
+  /** What an unverified account's registrant held, ended when the provider's verified address wins. */
+  sessionRows: SessionsRepository
+  oauth: OAuthRepository
+  emailTokens: EmailTokensRepository
   settings: SettingsService
   audit: AuditLog
   clock: Clock
@@ -73,10 +81,10 @@ export class ProviderLogin {
     if (input.providerError !== undefined || !input.code) throw providerFailed(400, input.providerError ?? 'no authorization code')
     const identity = await this.deps.client.identify(credentials, input.code)
     if (identity.email === null) throw emailNotAvailable()
-    const { user, created } = await this.resolve(identity, identity.email)
+    const { user, outcome } = await this.resolve(identity, identity.email)
     const session = await this.deps.sessions.create(user.id)
-    await this.deps.audit.record(created ? 'user.registered' : 'user.login', {
-      actorId: user.id, ip: input.ip, target: user.id, details: { method: 'provider' },
+    await this.deps.audit.record(outcome === 'created' ? 'user.registered' : 'user.login', {
+      actorId: user.id, ip: input.ip, target: user.id, details: { method: 'provider', ...LINK_DETAILS[outcome] },
     })
     return { user, session, returnTo: pending.returnTo }
   }
@@ -118,24 +126,26 @@ export class ProviderLogin {
    * Under the registration lock, so concurrent first sign-ins of one provider account make one
    * user, and "is there any user yet?" cannot race with an email registration.
    */
-  private async resolve(identity: ProviderIdentity, email: string): Promise<{ user: UserRow; created: boolean }> {
+  private async resolve(identity: ProviderIdentity, email: string): Promise<{ user: UserRow; outcome: Outcome }> {
     const { database, users, teams, clock } = this.deps
     return database.transaction(async (tx) => {
       const txUsers = users.with(tx)
       await txUsers.lockRegistrations()
       const now = new Date(clock.now())
       const linked = await txUsers.findByProviderId(identity.id)
-      if (linked !== undefined) return { user: linked, created: false }
+      if (linked !== undefined) return { user: linked, outcome: 'signed_in' }
       const sameEmail = await txUsers.findByLogin(email)
       if (sameEmail !== undefined && sameEmail.providerUserId !== null) {
         // Already linked to another provider account: re-linking would lock that one out.
         throw errors.conflict('PROVIDER_ALREADY_LINKED', 'This email belongs to an account linked to another provider account.')
       }
-      if (sameEmail !== undefined) {
-        // Provider emails count as verified (the brief's rule 6); both methods work afterwards.
-        const user = await txUsers.update(sameEmail.id, { providerUserId: identity.id, emailVerified: true, updatedAt: now })
-        return { user: user!, created: false }
+      if (sameEmail !== undefined && sameEmail.emailVerified) {
+        // The address was proven to this account, and the provider proves it too: one person,
+        // both methods work afterwards.
+        const user = await txUsers.update(sameEmail.id, { providerUserId: identity.id, updatedAt: now })
+        return { user: user!, outcome: 'linked' }
       }
+      if (sameEmail !== undefined) return { user: await this.claimUnverified(tx, sameEmail, identity, now), outcome: 'claimed' }
       if (!(await txUsers.any())) {
         throw new AppError(403, 'FIRST_USER_REQUIRES_EMAIL', 'The first user must register with email and password.')
       }
@@ -148,9 +158,38 @@ export class ProviderLogin {
           roleId: 'global_user', emailVerified: true, providerUserId: identity.id, createdAt: now, updatedAt: now,
         })
         await teams.with(tx).createDefault(user.id, user.username, now)
-        return { user, created: true }
+        return { user, outcome: 'created' }
       }
       throw new Error('no free username')
     })
   }
+
+  /**
+   * Account pre-hijacking (OWASP ASVS V6; the MSRC 2022 "pre-hijacking" analysis): whoever registered
+   * this address never proved it, and the provider just did. The address's owner gets the account;
+   * nothing its registrant held survives — the password (a reset by the owner sets a new one), every
+   * session, every OAuth grant and every pending reset or verification link.
+   */
+  private async claimUnverified(tx: Db, account: UserRow, identity: ProviderIdentity, now: Date): Promise<UserRow> {
+    const { users, sessionRows, oauth, emailTokens } = this.deps
+    await signOutEverywhere({ sessions: sessionRows, oauth }, tx, account.id, now)
+    await emailTokens.with(tx).consumeAllFor(account.id, 'reset_password', now)
+    await emailTokens.with(tx).consumeAllFor(account.id, 'verify_email', now)
+    const user = await users.with(tx).update(account.id, {
+      providerUserId: identity.id, emailVerified: true, passwordHash: null,
+      failedLogins: 0, failedLoginsSince: null, lockedUntil: null, updatedAt: now,
+    })
+    return user!
+  }
+}
+
+/** How a provider identity found its account. */
+type Outcome = 'signed_in' | 'linked' | 'claimed' | 'created'
+
+/** What the audit event adds (never a secret): a link, and whether an unverified registrant's credentials were discarded. */
+const LINK_DETAILS: Record<Outcome, Record<string, boolean>> = {
+  signed_in: {},
+  linked: { linked: true },
+  claimed: { linked: true, unverified_credentials_discarded: true },
+  created: {},
 }
