@@ -49,6 +49,7 @@ import { TeamService } from './modules/teams/service.js'
 import { ProviderClient } from './modules/provider-login/client.js'
 import { ProviderLogin } from './modules/provider-login/service.js'
 import { ClientIdDocuments } from './oauth2/client-id-documents.js'
+import { FetchBudget } from './oauth2/fetch-budget.js'
 import { OAuthServer } from './oauth2/server.js'
 
 /** Registration tokens stay listable (as used, revoked or expired) this long after they expire. */
@@ -154,7 +155,9 @@ export async function createServices(database: Database, { config, clock, log, l
   const oauth = new OAuthServer({
     database, repository: oauthRows, teams, settings, audit, digest,
     csrfKey: deriveKey(config.encryptionSecret, 'oauth-csrf'), clock, config, metrics: metrics.tokens,
-    clientDocuments: new ClientIdDocuments(new OutboundFetch({ allowedHosts: config.outboundAllowedHosts, ...outbound }), clock),
+    clientDocuments: new ClientIdDocuments(new OutboundFetch({ allowedHosts: config.outboundAllowedHosts, ...outbound }), clock, new FetchBudget(
+      config.rateLimitEnabled ? { perIp: limits.clientDocumentFetch, global: limits.clientDocumentFetchGlobal } : null, clock,
+    )),
   })
   const categories = categoriesRepository(database)
   const servers = serversRepository(database)

@@ -1,12 +1,13 @@
 import type { SessionCaller } from '../auth/sessions.js'
 import type { OAuthRequestRow } from '../db/repositories/oauth.js'
+import { ERROR_CODES, type ErrorCode } from '../http/error-codes.js'
 import { oauthError } from '../http/errors.js'
 import { storableText } from '../http/validation.js'
 import { randomToken } from '../lib/tokens.js'
 import { lookupClient } from './client-lookup.js'
-import { registeredRedirectUri } from './clients.js'
+import { CLI_CLIENT_ID, registeredRedirectUri, type OAuthClient } from './clients.js'
 import type { Consent } from './consent.js'
-import { clientRedirect, issuerOf, loginEnabled, nowOf, type OAuthDeps } from './deps.js'
+import { clientRedirect, issuerOf, loginEnabled, nowOf, type CallContext, type OAuthDeps } from './deps.js'
 import { isPkceValue } from './pkce.js'
 import { parseResource } from './resources.js'
 import { formatScope, isSubset, parseScope } from './scopes.js'
@@ -41,11 +42,11 @@ export class AuthorizationEndpoint {
    * Answers the Location to send the browser to. Throws — never redirects — for an unknown client
    * or an unregistered redirect URI (RFC 6749 §4.1.2.1); every other error goes back to the client.
    */
-  async authorize(query: AuthorizeQuery, session: SessionCaller | null, invalid?: string): Promise<string> {
+  async authorize(query: AuthorizeQuery, session: SessionCaller | null, context: CallContext, invalid?: string): Promise<string> {
     const { repository } = this.deps
     // Read before the query's validation failures are reported: a client_id no database can hold names no client.
     const clientId = query.client_id
-    const found = typeof clientId === 'string' && clientId.length <= 256 && storableText(clientId) ? await lookupClient(this.deps, clientId) : { client: null }
+    const found = typeof clientId === 'string' && clientId.length <= 256 && storableText(clientId) ? await lookupClient(this.deps, clientId, context.ip) : { client: null }
     const { client } = found
     if (client === null) {
       // A metadata document that could not be used: say why, so its author can fix it. No redirect: no redirect URI is vouched for.
@@ -61,7 +62,10 @@ export class AuthorizationEndpoint {
     // From here on every error goes back to the client, which is waiting for it (RFC 6749 §4.1.2.1).
     // A state that failed validation (too long) is not reflected.
     const state = typeof query.state === 'string' && query.state !== '' && query.state.length <= MAX_STATE_LENGTH ? query.state : undefined
-    const refuse = (error: string, description: string) => clientRedirect(this.issuer, redirectUri, { error, error_description: description, state })
+    const refuse = async (error: string, description: string) => {
+      if (!(await this.redirectsErrors(client, session))) throw errorPage(error, description)
+      return clientRedirect(this.issuer, redirectUri, { error, error_description: description, state })
+    }
 
     if (invalid !== undefined) return refuse('invalid_request', invalid)
     if (query.response_type === undefined) return refuse('invalid_request', 'response_type is required.')
@@ -105,6 +109,27 @@ export class AuthorizationEndpoint {
     }
     return `/api/oauth2/consent?request_id=${encodeURIComponent(request.id)}`
   }
+
+  /**
+   * Whether an error goes back to the client's redirect URI. Anyone may register a client with any
+   * https redirect URI (or publish a metadata document naming one), so redirecting its errors to a
+   * browser nobody signed in would make this service an open redirector (RFC 9700 §4.11.2). Errors
+   * are redirected for the CLI client, once someone signed in, and for a client some user approved
+   * at least once; otherwise the browser gets the error as a page.
+   */
+  private async redirectsErrors(client: OAuthClient, session: SessionCaller | null): Promise<boolean> {
+    return client.id === CLI_CLIENT_ID || session !== null || this.deps.repository.anyConsent(client.id)
+  }
+}
+
+/**
+ * An authorization error shown where the browser is rather than redirected: the RFC 6749 error,
+ * with the API's own code when it has one.
+ */
+function errorPage(error: string, description: string) {
+  if (error === 'access_denied') return oauthError(403, error, description, 'LOGIN_DISABLED')
+  const code = error.toUpperCase()
+  return oauthError(400, error, description, (ERROR_CODES as readonly string[]).includes(code) ? code as ErrorCode : 'INVALID_REQUEST')
 }
 
 /**

@@ -9,6 +9,7 @@ import { lazy } from '../lib/lazy.js'
 import { OutboundError, type OutboundResponse } from '../lib/outbound-fetch.js'
 import { settleClient, type ClientDescription } from './client-rules.js'
 import type { OAuthClient } from './clients.js'
+import type { FetchBudget } from './fetch-budget.js'
 import { RegisterBody } from './schemas.js'
 
 /**
@@ -69,14 +70,19 @@ export class ClientIdDocuments {
   private readonly cache = new LRUCache<string, Cached>({ max: MAX_CACHED_DOCUMENTS })
   private readonly pending = new Map<string, Promise<OAuthClient>>()
 
-  constructor(private readonly fetcher: DocumentFetcher, private readonly clock: Clock) {}
+  constructor(private readonly fetcher: DocumentFetcher, private readonly clock: Clock, private readonly budget: FetchBudget) {}
 
-  /** The client `url` describes; throws ClientDocumentRefused when it cannot be used. */
-  async client(url: string): Promise<OAuthClient> {
+  /**
+   * The client `url` describes; throws ClientDocumentRefused when it cannot be used, and a 429
+   * when `ip` (or the whole instance) has spent its fetch budget. Cached documents and fetches
+   * already under way cost nothing.
+   */
+  async client(url: string, ip?: string): Promise<OAuthClient> {
     const cached = this.cache.get(url)
     if (cached !== undefined && cached.expiresAt > this.clock.now()) return cached.client
     const inFlight = this.pending.get(url)
     if (inFlight !== undefined) return inFlight
+    this.budget.take(ip)
     const fetching = this.load(url).finally(() => this.pending.delete(url))
     this.pending.set(url, fetching)
     return fetching

@@ -10,11 +10,12 @@ export type ClientLookup = { client: OAuthClient; refused?: undefined } | { clie
  * CLI client defined in code, a Client ID Metadata Document (an https URL, fetched or cached), or a
  * client registered under RFC 7591 (the database).
  */
-export async function lookupClient(deps: Pick<OAuthDeps, 'repository' | 'clientDocuments'>, id: string): Promise<ClientLookup> {
+export async function lookupClient(deps: Pick<OAuthDeps, 'repository' | 'clientDocuments'>, id: string, ip?: string): Promise<ClientLookup> {
   if (id === CLI_CLIENT_ID) return { client: CLI_CLIENT }
   if (isClientIdUrl(id)) {
     try {
-      return { client: await deps.clientDocuments.client(id) }
+      // `ip`: who the fetch, if one is needed, is counted against (fetch-budget.ts).
+      return { client: await deps.clientDocuments.client(id, ip) }
     } catch (error) {
       if (error instanceof ClientDocumentRefused) return { client: null, refused: error.message }
       throw error

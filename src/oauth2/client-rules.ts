@@ -1,7 +1,7 @@
 import { SCOPES, type Scope } from '../auth/policies.js'
 import { oauthError } from '../http/errors.js'
 import type { ClientMetadata } from './client-metadata.js'
-import { acceptableRedirectUri, GRANT_TYPES, type GrantType } from './clients.js'
+import { acceptableRedirectUri, CLI_CLIENT, GRANT_TYPES, type GrantType } from './clients.js'
 import { invalidClientMetadata } from './errors.js'
 import { parseScope } from './scopes.js'
 
@@ -27,6 +27,9 @@ export interface SettledClient {
  * loopback host without a fragment. Throws the RFC 7591 §3.2.2 error.
  */
 export function settleClient(body: ClientDescription): SettledClient {
+  if (body.client_name !== undefined && imitatesCli(body.client_name)) {
+    throw invalidClientMetadata(`client_name must not imitate the name of this service's own client (${CLI_CLIENT.name}).`)
+  }
   const badUri = body.redirect_uris.find((uri) => !acceptableRedirectUri(uri))
   if (badUri !== undefined) {
     throw oauthError(400, 'invalid_redirect_uri', `Redirect URIs must be https, or http on a loopback host, without a fragment: ${badUri}`)
@@ -41,4 +44,18 @@ export function settleClient(body: ClientDescription): SettledClient {
   const scopes = body.scope === undefined ? [...SCOPES] : parseScope(body.scope)
   if (scopes === null || scopes.length === 0) throw invalidClientMetadata('scope names an unknown scope.')
   return { redirectUris: [...new Set(body.redirect_uris)], grantTypes: grantTypes as GrantType[], scopes }
+}
+
+/** A name reduced to its letters and digits, compatibility-folded and lower-cased (full-width letters, case, spacing and punctuation aside). */
+const skeleton = (name: string): string => name.normalize('NFKC').toLowerCase().replace(/[^\p{L}\p{N}]/gu, '')
+
+const CLI_SKELETON = skeleton(CLI_CLIENT.name)
+
+/**
+ * The consent page names a client by its `client_name`: a registered client or a metadata document
+ * must not pass for the service's own CLI, the one client users have reason to trust on sight.
+ * Any name containing it, however spelled, is refused.
+ */
+export function imitatesCli(name: string): boolean {
+  return skeleton(name).includes(CLI_SKELETON)
 }

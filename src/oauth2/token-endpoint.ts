@@ -24,7 +24,7 @@ export class TokenEndpoint {
       throw oauthError(400, 'unsupported_grant_type', 'grant_type must be authorization_code or refresh_token.')
     }
     const grantType = body.grant_type as keyof typeof GRANTS
-    const { client, refused } = body.client_id === undefined ? { client: null } : await lookupClient(this.deps, body.client_id)
+    const { client, refused } = body.client_id === undefined ? { client: null } : await lookupClient(this.deps, body.client_id, context.ip)
     if (client === null) throw invalidClient(refused)
     if (!client.grantTypes.includes(grantType)) throw oauthError(400, 'unauthorized_client', `This client may not use the ${grantType} grant.`)
     if (!(await loginEnabled(this.deps))) throw grantsDisabled()
@@ -34,7 +34,7 @@ export class TokenEndpoint {
   /** RFC 7009. Unknown tokens and other clients' tokens are silently ignored. */
   async revoke(body: { token?: string; client_id?: string }, context: CallContext): Promise<void> {
     const { repository, audit, digest, metrics } = this.deps
-    const { client, refused } = body.client_id === undefined ? { client: null } : await lookupClient(this.deps, body.client_id)
+    const { client, refused } = body.client_id === undefined ? { client: null } : await lookupClient(this.deps, body.client_id, context.ip)
     if (client === null) throw invalidClient(refused)
     if (body.token === undefined) throw invalidRequest('token is required.')
     const found = await repository.findToken(digest(body.token))

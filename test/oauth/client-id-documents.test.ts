@@ -226,9 +226,13 @@ describe.each(DIALECTS)('client ID metadata documents on %s', (dialect) => {
     it('a more specific +json content type is accepted (draft §4), and a scope beyond the document\'s is an invalid_scope redirect', async () => {
       const clientId = server.document(path('plus-json'), { redirect_uris: [CALLBACK], scope: 'user:read' }, { 'content-type': 'application/client-metadata+json; charset=utf-8' })
       expectConsent(await authorize(app, paramsFor(clientId)))
-      const wider = await authorize(app, paramsFor(clientId, { scope: 'user:read teams:read' }))
+      // Signed in: a client nobody approved yet gets its errors by redirect only then (no open redirect, RFC 9700 §4.11.2).
+      const wider = await authorize(app, paramsFor(clientId, { scope: 'user:read teams:read' }), { accept: 'application/json', cookie: user.cookie })
       expect(wider.statusCode).toBe(302)
       expect(new URL(locationOf(wider)!).searchParams.get('error')).toBe('invalid_scope')
+      const anonymous = await authorize(app, paramsFor(clientId, { scope: 'user:read teams:read' }))
+      expect(anonymous.statusCode).toBe(400)
+      expect(anonymous.json()).toMatchObject({ error: 'invalid_scope', code: 'INVALID_SCOPE' })
     })
   })
 

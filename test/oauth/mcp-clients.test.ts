@@ -424,11 +424,14 @@ describe.each(DIALECTS)('MCP clients on %s', (dialect) => {
       expect((await me(tokens.json().access_token)).statusCode).toBe(200)
     })
 
-    it('a remembered consent sends the code straight to the presented port', async () => {
+    it('a remembered consent covers only the port approved: another port asks again, and once approved goes straight there (RFC 8252 §8.6)', async () => {
       const account = await fresh()
       await authorizeAndApprove(app, account.cookie, { scope: 'user:read' })
-      const response = await get(authorizeParams(pkce().challenge, { redirect_uri: 'http://127.0.0.1:40001/oauth/callback', scope: 'user:read' }), { cookie: account.cookie })
-      const params = expectClientRedirect(response, 'http://127.0.0.1:40001/oauth/callback')
+      const other = 'http://127.0.0.1:40001/oauth/callback'
+      const requestId = expectConsentPage(await get(authorizeParams(pkce().challenge, { redirect_uri: other, scope: 'user:read' }), { cookie: account.cookie }))
+      expect(new URL(await approve(requestId, account.cookie)).searchParams.get('code')).toEqual(expect.any(String))
+      const response = await get(authorizeParams(pkce().challenge, { redirect_uri: other, scope: 'user:read' }), { cookie: account.cookie })
+      const params = expectClientRedirect(response, other)
       expect(params.get('code')).toEqual(expect.any(String))
     })
 

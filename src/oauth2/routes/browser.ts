@@ -24,7 +24,7 @@ export const browserRoutes: FastifyPluginAsyncTypebox = async (app) => {
   }
 
   app.get('/api/oauth2/auth', {
-    config: { auth: policy.public(), oauthErrors: {}, unknownParameters: 'ignore', htmlRefusals: { hint: START_AGAIN } },
+    config: { auth: policy.public(), limit: 'authorize', oauthErrors: {}, unknownParameters: 'ignore', htmlRefusals: { hint: START_AGAIN } },
     attachValidation: true,
     schema: {
       tags, summary: 'Authorization endpoint (authorization code with PKCE S256)',
@@ -45,7 +45,7 @@ export const browserRoutes: FastifyPluginAsyncTypebox = async (app) => {
     try {
       // A bad parameter is the client's to hear about once its identity and redirect URI are known.
       const invalid = request.validationError ? describeValidation(request.validationError) : undefined
-      return reply.redirect(await oauth().authorization.authorize(request.query, await optionalSession(app, request, reply), invalid), 302)
+      return reply.redirect(await oauth().authorization.authorize(request.query, await optionalSession(app, request, reply), { ip: request.ip }, invalid), 302)
     } catch (error) {
       return failPage(request, reply, error)
     }

@@ -28,6 +28,8 @@ export const START_AGAIN = 'Start the sign-in again from your client.'
 /** A deliberate refusal as a page for a browser; the JSON envelope for everyone else. */
 export function failPage(request: FastifyRequest, reply: FastifyReply, error: unknown): FastifyReply {
   if (!(error instanceof AppError) || wantsJson(request)) throw error
+  // Retry-After of a 429, for instance.
+  if (error.headers) reply.headers(error.headers)
   return sendPage(reply, error.statusCode, refusalPage(error, START_AGAIN))
 }
 
