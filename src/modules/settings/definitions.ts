@@ -1,4 +1,5 @@
 import type { Config } from '../../config.js'
+import { baseUrlProblem } from './rules.js'
 
 /**
  * Settings are defined here, in code, by group, with a type and a default. The
@@ -22,6 +23,11 @@ export interface SettingDefinition<T extends SettingType = SettingType> {
   /** number: integer bounds. string: length bound. */
   min?: number
   max?: number
+  /**
+   * A rule of the value's own (see rules.ts), checked on every write — API and CLI — and on every
+   * read: a stored value that breaks it (written before the rule existed) reads as the default.
+   */
+  rule?(value: SettingValueOf<T>): string | null
 }
 
 export interface SettingGroup {
@@ -58,8 +64,8 @@ export const CORE_SETTINGS = {
     description: 'Refuses login until the email is verified; effective only while mail sending is enabled.',
   }),
   'global.page_url': define({
-    group: 'global', type: 'string', default: '', name: 'Frontend page URL', max: 2048,
-    description: 'Base URL of the web frontend for links and redirects; empty means PUBLIC_URL.',
+    group: 'global', type: 'string', default: '', name: 'Frontend page URL', max: 2048, rule: baseUrlProblem,
+    description: 'Base URL of the web frontend for links and redirects; empty means PUBLIC_URL. Empty or an absolute http(s) URL without credentials, query, fragment, whitespace or control characters.',
   }),
   'global.enable_swagger_docs': define({
     group: 'global', type: 'boolean', default: true, name: 'Enable API documentation',
@@ -137,15 +143,19 @@ export function defaultValue(definition: SettingDefinition, config: Config): Set
 export function valueProblem(definition: SettingDefinition, value: unknown): string | null {
   switch (definition.type) {
     case 'boolean':
-      return typeof value === 'boolean' ? null : 'must be a boolean'
+      return typeof value === 'boolean' ? ruleProblem(definition, value) : 'must be a boolean'
     case 'number':
       if (typeof value !== 'number' || !Number.isInteger(value)) return 'must be an integer'
       if (definition.min !== undefined && value < definition.min) return `must be at least ${definition.min}`
       if (definition.max !== undefined && value > definition.max) return `must be at most ${definition.max}`
-      return null
+      return ruleProblem(definition, value)
     case 'string':
       if (typeof value !== 'string') return 'must be a string'
       if (definition.max !== undefined && value.length > definition.max) return `must be at most ${definition.max} characters`
-      return null
+      return ruleProblem(definition, value)
   }
+}
+
+function ruleProblem(definition: SettingDefinition, value: SettingPrimitive): string | null {
+  return definition.rule === undefined ? null : (definition.rule as (value: SettingPrimitive) => string | null)(value)
 }

@@ -88,7 +88,8 @@ export const settingsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       tags, summary: 'Change one setting',
       description:
         "`value` must be of the setting's type (a boolean setting refuses `\"true\"` and `\"maybe\"`; numbers are " +
-        'integers within the bounds) → else 400 VALIDATION_ERROR. 404 NOT_FOUND for an unknown key, naming it: ' +
+        'integers within the bounds; some settings have a rule of their own, e.g. `global.page_url` is empty or an absolute http(s) URL ' +
+        'without credentials, query, fragment, whitespace or control characters) → else 400 VALIDATION_ERROR. 404 NOT_FOUND for an unknown key, naming it: ' +
         'settings are defined in code and cannot be created. Setting a secret that was `readable: false` seals it ' +
         'with the current ENCRYPTION_SECRET, so it is readable again. Audit-logged (`settings.updated`, keys only). ' +
         'Other instances see the change within 5 s.',

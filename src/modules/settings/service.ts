@@ -217,7 +217,12 @@ export class SettingsService {
     const values = new Map<string, CachedValue>()
     for (const row of rows) {
       const definition = this.definitions.get(row.key)
-      if (definition !== undefined) values.set(row.key, { ...this.decode(definition, row), row })
+      if (definition === undefined) continue
+      const decoded = this.decode(definition, row)
+      // Readers trust a setting to follow its definition: a value stored before a rule existed
+      // (or written past the API) that breaks it reads as the default.
+      const value = valueProblem(definition, decoded.value) === null ? decoded.value : defaultValue(definition, this.config)
+      values.set(row.key, { ...decoded, value, row })
     }
     this.values = values
     this.revision = revision
