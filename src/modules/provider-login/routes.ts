@@ -32,7 +32,9 @@ export const providerLoginRoutes: FastifyPluginAsyncTypebox = async (app) => {
     config: { auth: policy.public(), limit: 'loginOrRegister', htmlRefusals: { hint: SIGN_IN_AGAIN } },
     schema: {
       tags, summary: 'Start provider sign-in (redirects to the identity provider)',
-      description: '403 LOGIN_DISABLED or PROVIDER_OAUTH_DISABLED. `return_to` is kept only when it is a path on this service or a URL on `global.page_url`\'s origin. ' +
+      description: '403 LOGIN_DISABLED or PROVIDER_OAUTH_DISABLED. `return_to` is kept only when it is a path on this service or a URL on `global.page_url`\'s origin, ' +
+        'resolved as a browser would (WHATWG URL) and compared by origin; a value with a control character, a space or other whitespace is dropped ' +
+        '(browsers strip TAB, CR and LF, which would turn `/<TAB>/host` into `//host`). A dropped value means landing on `global.page_url`. ' +
         'A browser (`Accept` preferring text/html) gets its refusals as an HTML page with the same status.',
       querystring: Type.Object({ return_to: Type.Optional(Type.String({ maxLength: 2048 })) }, { additionalProperties: false }),
       response: { 302: Redirect },
@@ -47,7 +49,7 @@ export const providerLoginRoutes: FastifyPluginAsyncTypebox = async (app) => {
     config: { auth: policy.public(), limit: 'loginOrRegister', htmlRefusals: { hint: SIGN_IN_AGAIN } },
     schema: {
       tags, summary: 'The identity provider returns here',
-      description: '400 PROVIDER_STATE_MISMATCH, 400 PROVIDER_EMAIL_NOT_AVAILABLE, 403 FIRST_USER_REQUIRES_EMAIL, 400/502 PROVIDER_OAUTH_FAILED. Success: session cookie and 302 to `return_to` or `global.page_url`. ' +
+      description: '400 PROVIDER_STATE_MISMATCH, 400 PROVIDER_EMAIL_NOT_AVAILABLE, 403 FIRST_USER_REQUIRES_EMAIL, 400/502 PROVIDER_OAUTH_FAILED. Success: session cookie and 302 to `return_to` (checked again here) or `global.page_url`. ' +
         'A browser (`Accept` preferring text/html) gets its refusals as an HTML page with the same status.',
       querystring: Type.Object({
         code: Type.Optional(Type.String({ maxLength: 512 })),

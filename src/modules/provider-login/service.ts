@@ -16,6 +16,7 @@ import type { SettingsService } from '../settings/service.js'
 import type { SessionService } from '../../auth/sessions.js'
 import { signOutEverywhere } from '../../auth/sign-outs.js'
 import { emailNotAvailable, providerFailed, type ProviderClient, type ProviderCredentials, type ProviderIdentity } from './client.js'
+import { safeReturnTo } from './return-to.js'
 import { usernameCandidates } from './usernames.js'
 
 /** A sign-in must come back within 10 minutes. */
@@ -89,24 +90,23 @@ export class ProviderLogin {
     return { user, session, returnTo: pending.returnTo }
   }
 
-  /** A path on this service or a URL on global.page_url's origin; anything else is dropped. */
+  /** A path on this service or a URL on global.page_url's origin; anything else is dropped (return-to.ts). */
   async safeReturnTo(returnTo: string | undefined): Promise<string | null> {
-    if (returnTo === undefined || returnTo === '') return null
-    if (/^\/(?![/\\])/.test(returnTo) && !/[\r\n]/.test(returnTo)) return returnTo
-    const pageUrl = await this.deps.settings.get('global.page_url')
-    try {
-      const target = new URL(returnTo)
-      if ((target.protocol === 'https:' || target.protocol === 'http:') && pageUrl !== '' && target.origin === new URL(pageUrl).origin) return target.toString()
-    } catch {
-      // not a URL
-    }
-    return null
+    if (returnTo === undefined) return null
+    return safeReturnTo(returnTo, { publicUrl: this.deps.config.publicUrl, pageUrl: await this.deps.settings.get('global.page_url') })
   }
 
+  /**
+   * Where the callback sends the browser. The stored return_to is checked again (a row may predate
+   * the check, or page_url may have changed since): a Location header is never built from a value
+   * that was not checked just now.
+   */
   async landing(returnTo: string | null): Promise<string> {
-    if (returnTo !== null) return returnTo
+    const checked = returnTo === null ? null : await this.safeReturnTo(returnTo)
+    if (checked !== null) return checked
     const pageUrl = (await this.deps.settings.get('global.page_url')).replace(/\/+$/, '')
-    return pageUrl === '' ? `${this.deps.config.publicUrl}/` : `${pageUrl}/`
+    const fallback = pageUrl === '' ? null : safeReturnTo(`${pageUrl}/`, { publicUrl: this.deps.config.publicUrl, pageUrl })
+    return fallback ?? `${this.deps.config.publicUrl}/`
   }
 
   private async credentials(): Promise<ProviderCredentials> {
