@@ -34,9 +34,13 @@ export const browserRoutes: FastifyPluginAsyncTypebox = async (app) => {
         '`error_description`. ' +
         'Once those are known, every other error redirects to the client with `error`, `error_description`, `state` (when sent) and `iss` (RFC 9207): ' +
         '`invalid_request` (missing PKCE, `plain`, a malformed parameter), `unsupported_response_type`, `invalid_scope`, `access_denied` while login is off, ' +
-        '`login_required` / `consent_required` for `prompt=none`. `state` is optional (PKCE S256 is required). For `http://127.0.0.1` and `http://[::1]` ' +
+        '`login_required` / `consent_required` for `prompt=none`. Exception (no open redirect, RFC 9700 §4.11.2): for a registered or metadata-document ' +
+        'client that no user has ever approved, a browser without a session gets these errors as a 400 page (or JSON) instead of a redirect. ' +
+        '`state` is optional (PKCE S256 is required). For `http://127.0.0.1` and `http://[::1]` ' +
         'redirect URIs the port is not compared (RFC 8252 §7.3). A valid request is stored (10 minutes) and the browser goes to the consent page — ' +
-        'or straight back to the client with a code when this user already approved these scopes for it (unless `prompt=consent` or `prompt=login`). ' +
+        'or straight back to the client with a code when this user already approved these scopes for it at this exact redirect URI, port included ' +
+        '(unless `prompt=consent` or `prompt=login`). Limited per IP (429 `temporarily_unavailable` / RATE_LIMITED with `Retry-After`); fetches of ' +
+        'uncached metadata documents are bounded per IP and per instance, answered the same way. ' +
         'Unknown query parameters are ignored (RFC 6749 §3.1).',
       querystring: AuthorizeQuery,
       response: { 302: Redirect },

@@ -48,7 +48,8 @@ export const discoveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
     schema: {
       tags, summary: 'Register a public client (RFC 7591)',
       description: 'JSON. Clients are public and PKCE-only; redirect URIs must be https, or http on a loopback host (localhost, 127.0.0.1, [::1]), ' +
-        'without a fragment (else `invalid_redirect_uri`). Other bad metadata → `invalid_client_metadata`. Rate-limited per IP.',
+        'without a fragment (else `invalid_redirect_uri`). Other bad metadata → `invalid_client_metadata`, a `client_name` imitating the CLI\'s own ' +
+        '("Service Gateway CLI", whatever the case, spacing or punctuation) included. Rate-limited per IP.',
       body: RegisterBody,
       response: { 201: RegisterAnswer },
     },

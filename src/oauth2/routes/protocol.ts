@@ -24,7 +24,8 @@ export const protocolRoutes: FastifyPluginAsyncTypebox = async (app) => {
       tags, summary: 'Token endpoint: authorization code or refresh token grant',
       description: 'Form-encoded or JSON. `grant_type=authorization_code` needs `code, redirect_uri, client_id, code_verifier`; ' +
         '`grant_type=refresh_token` needs `refresh_token, client_id` and may narrow `scope`. Refresh tokens rotate: presenting a used one ' +
-        'revokes every token of its authorization. A code used twice revokes the tokens issued from it. Errors per RFC 6749 §5.2 ' +
+        'revokes every token of its authorization. A code used twice revokes the tokens issued from it. A grant whose user is no longer a member of ' +
+        'its team answers `invalid_grant` and is revoked. Errors per RFC 6749 §5.2 ' +
         '(`invalid_request`, `invalid_client` 401, `invalid_grant`, `unauthorized_client`, `unsupported_grant_type`, `invalid_scope`); ' +
         '403 `access_denied` / LOGIN_DISABLED while login is off. Always `Cache-Control: no-store`.',
       consumes: FORM_OR_JSON,
@@ -62,7 +63,8 @@ export const protocolRoutes: FastifyPluginAsyncTypebox = async (app) => {
     attachValidation: true,
     schema: {
       tags, summary: 'Introspect a token (RFC 7662)',
-      description: 'For a satellite (its API key; 403 SATELLITE_DISABLED while an admin has it disabled) or a global admin (session). Answers `{active: false}` for unknown, expired, revoked or spent tokens. ' +
+      description: 'For a satellite (its API key; 403 SATELLITE_DISABLED while an admin has it disabled) or a global admin (session). Answers `{active: false}` for unknown, expired, revoked or spent tokens, ' +
+        'for tokens whose user is no longer a member of their `team_id` (removed, or the team deleted), and, while login is switched off, for tokens of users other than global admins. ' +
         'Callers authenticate with a satellite\'s API key as a bearer token (`Authorization: Bearer service_satkey_…`) or, for a global admin, with a session cookie; ' +
         'neither is a registered client authentication method, so the server metadata advertises none.',
       consumes: FORM_OR_JSON,
