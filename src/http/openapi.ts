@@ -11,8 +11,11 @@ import { installOperationIds } from './operation-ids.js'
 import { setRouteDefaults } from './route-guard.js'
 import type { PluginHost } from '../plugin-host/host.js'
 
-/** API contract version, independent of the package version. */
-export const API_VERSION = '0.22.0'
+/**
+ * The version of the API contract this backend implements: it moves only when the contract does. The
+ * releases of this package carry `package.json`'s version (health's `version`).
+ */
+export const API_VERSION = '0.20.5'
 
 /** The document is generated from the route schemas; nothing is written by hand. */
 export async function registerOpenApi(app: FastifyInstance, config: Config, plugins: PluginHost): Promise<void> {

@@ -30,6 +30,7 @@ describe.each(DIALECTS)('health on %s', (dialect) => {
     expect(data.version).toBe(version)
     expect(data.api_version).toBe(document.info.version)
     expect(data.api_version).toBe(API_VERSION)
+    expect(data.api_version).toBe('0.20.5')
   })
 
   it('GET /api/health/ready answers 200 with the dialect while the database answers', async () => {
