@@ -82,6 +82,12 @@ function isProxyEntry(entry: string): boolean {
   return /^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128)
 }
 
+/** A URL whose host is this machine (`localhost`, `*.localhost`, 127.0.0.0/8, `[::1]`), where browsers treat plain http as secure. */
+export function isLoopbackUrl(value: string): boolean {
+  const { hostname } = new URL(value)
+  return hostname === 'localhost' || hostname.endsWith('.localhost') || /^127(\.\d{1,3}){3}$/.test(hostname) || hostname === '[::1]'
+}
+
 export function isHttpUrl(value: string): boolean {
   try {
     const { protocol } = new URL(value)

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { parseEnv } from 'node:util'
-import { hostEntry, isHttpUrl, parseDatabaseUrl, parseMailSender, parseTrustProxy } from './config-values.js'
+import { hostEntry, isHttpUrl, isLoopbackUrl, parseDatabaseUrl, parseMailSender, parseTrustProxy } from './config-values.js'
 
 /**
  * The environment, read once, validated (every problem reported together), typed and frozen.
@@ -41,6 +41,12 @@ export interface Config {
   encryptionSecret: string
   nodeEnv: string
   isProduction: boolean
+  /**
+   * Whether cookies carry `Secure`: with an https `PUBLIC_URL`, and in production unless the operator
+   * chose plain http on purpose (`ALLOW_INSECURE_HTTP`), since browsers drop `Secure` cookies sent over
+   * http from any host but loopback.
+   */
+  secureCookies: boolean
   logLevel: LogLevel
   logFormat: LogFormat
   pluginsDir: string
@@ -189,6 +195,22 @@ export function loadConfig(env: Environment = readEnvironment(), { terminal = pr
   const headersTimeout = integer('HEADERS_TIMEOUT', Math.min(10, requestTimeout), 1, 3600)
   if (headersTimeout > requestTimeout) problems.push(`HEADERS_TIMEOUT must not exceed REQUEST_TIMEOUT (${headersTimeout} > ${requestTimeout})`)
 
+  const allowInsecureHttp = boolean('ALLOW_INSECURE_HTTP', false)
+  const plainHttp = isHttpUrl(publicUrl) && new URL(publicUrl).protocol === 'http:'
+  if (isProduction && plainHttp && !allowInsecureHttp && !isLoopbackUrl(publicUrl)) {
+    problems.push(
+      `PUBLIC_URL is plain http on a host other than this machine (${publicUrl}) while NODE_ENV=production: browsers would drop ` +
+        'the session cookie, which production marks Secure, and every sign-in would silently fail. Either serve the service over ' +
+        'TLS and set PUBLIC_URL to its https:// address (e.g. behind a reverse proxy that terminates TLS), or set ' +
+        'ALLOW_INSECURE_HTTP=true to run over plain http on a trusted network (cookies are then not marked Secure).',
+    )
+  } else if (isProduction && plainHttp && allowInsecureHttp) {
+    warnings.push(
+      `ALLOW_INSECURE_HTTP=true: serving ${publicUrl} over plain http, so session cookies and tokens cross the network ` +
+        'unencrypted and cookies are not marked Secure. Set PUBLIC_URL to an https:// address as soon as TLS is in place.',
+    )
+  }
+
   const pluginsDisabled = list('PLUGINS_DISABLED')
   const metricsToken = read('METRICS_TOKEN') ?? null
   // Presented as `Authorization: Bearer <token>` (RFC 6750 token characters); `service_` starts satellite credentials.
@@ -212,6 +234,7 @@ export function loadConfig(env: Environment = readEnvironment(), { terminal = pr
     encryptionSecret: '',
     nodeEnv,
     isProduction,
+    secureCookies: !plainHttp || (isProduction && !allowInsecureHttp),
     logLevel,
     logFormat,
     pluginsDir: resolve(read('PLUGINS_DIR') ?? './plugins'),

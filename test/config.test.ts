@@ -46,6 +46,7 @@ describe('loadConfig defaults', () => {
       encryptionSecret: SECRET,
       nodeEnv: 'development',
       isProduction: false,
+      secureCookies: false,
       logLevel: 'info',
       rateLimitEnabled: true,
       trustProxy: false,
@@ -438,6 +439,34 @@ describe('REQUEST_TIMEOUT, HEADERS_TIMEOUT, CONNECTION_TIMEOUT', () => {
   ])('%s=%s is a problem naming the variable (no way to switch a bound off)', (name, value) => {
     expect(problemsOf({ DATA_DIR: dataDir(), ENCRYPTION_SECRET: SECRET, [name]: value }))
       .toEqual([`${name} must be an integer between 1 and 3600 (got "${value}")`])
+  })
+})
+
+describe('PUBLIC_URL over plain http in production', () => {
+  const production = (env: Environment) => ({ DATA_DIR: dataDir(), NODE_ENV: 'production', ENCRYPTION_SECRET: SECRET, ...env })
+
+  it('on a host other than loopback stops the start, naming both ways out', () => {
+    const problems = problemsOf(production({ PUBLIC_URL: 'http://192.168.1.20:3000' }))
+    expect(problems).toHaveLength(1)
+    expect(problems[0]).toContain('http://192.168.1.20:3000')
+    expect(problems[0]).toContain('https://')
+    expect(problems[0]).toContain('ALLOW_INSECURE_HTTP=true')
+  })
+
+  it('ALLOW_INSECURE_HTTP=true lets it start without Secure cookies, with a warning', () => {
+    const config = loadConfig(production({ PUBLIC_URL: 'http://service.lan:3000', ALLOW_INSECURE_HTTP: 'true' }))
+    expect(config.secureCookies).toBe(false)
+    expect(config.warnings).toEqual([expect.stringContaining('ALLOW_INSECURE_HTTP')])
+  })
+
+  it.each(['http://localhost:3000', 'http://127.0.0.1:3000', 'http://[::1]:3000', 'http://app.localhost:3000'])('on loopback (%s) starts, cookies Secure', (publicUrl) => {
+    expect(loadConfig(production({ PUBLIC_URL: publicUrl })).secureCookies).toBe(true)
+  })
+
+  it('https is Secure everywhere; plain http outside production is not', () => {
+    expect(loadConfig(production({ PUBLIC_URL: 'https://service.example.com' })).secureCookies).toBe(true)
+    expect(loadConfig({ DATA_DIR: dataDir(), ENCRYPTION_SECRET: SECRET, PUBLIC_URL: 'https://service.example.com' }).secureCookies).toBe(true)
+    expect(loadConfig({ DATA_DIR: dataDir(), ENCRYPTION_SECRET: SECRET, PUBLIC_URL: 'http://192.168.1.20:3000' }).secureCookies).toBe(false)
   })
 })
 

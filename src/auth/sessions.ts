@@ -34,7 +34,7 @@ export class SessionService {
       httpOnly: true,
       sameSite: 'lax',
       path: '/',
-      secure: config.isProduction || config.publicUrl.startsWith('https:'),
+      secure: config.secureCookies,
     }
   }
 

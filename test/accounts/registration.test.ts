@@ -70,6 +70,20 @@ describe.each(DIALECTS)('registration on %s', (dialect) => {
       expect(attributes(sessionSetCookie(response))).toEqual(new Set(['Max-Age=2592000', 'Path=/', 'HttpOnly', 'SameSite=Lax', 'Secure']))
     })
 
+    it('in production over plain http on a LAN address (ALLOW_INSECURE_HTTP=true) the cookie is not Secure, so the browser keeps it', async () => {
+      const lan = await freshApp({ env: { NODE_ENV: 'production', PUBLIC_URL: 'http://192.168.1.20:3000', ALLOW_INSECURE_HTTP: 'true' } })
+      const response = await register(lan, unique())
+      expect(response.statusCode).toBe(201)
+      expect(attributes(sessionSetCookie(response))).toEqual(new Set(['Max-Age=2592000', 'Path=/', 'HttpOnly', 'SameSite=Lax']))
+    })
+
+    it('in production on a loopback http address the cookie stays Secure (browsers accept it from loopback)', async () => {
+      const local = await freshApp({ env: { NODE_ENV: 'production', PUBLIC_URL: 'http://127.0.0.1:3000' } })
+      const response = await register(local, unique())
+      expect(response.statusCode).toBe(201)
+      expect(attributes(sessionSetCookie(response))).toContain('Secure')
+    })
+
     it('the first user is a global_admin with a verified email; the second a global_user, unverified', async () => {
       const fresh = await freshApp()
       const first = await register(fresh, unique())
