@@ -100,7 +100,7 @@ function sendError(request: FastifyRequest, reply: FastifyReply, appError: AppEr
   if (appError.headers) reply.headers(appError.headers)
   // A browser that followed a link or sent a form reads a page, not an envelope.
   const page = routeOptionsOf(request).config?.htmlRefusals
-  if (page !== undefined && prefersHtml(request)) return sendPage(reply, appError.statusCode, refusalPage(appError, page.hint))
+  if (page !== undefined && prefersHtml(request)) return sendPage(reply, appError.statusCode, refusalPage(appError, page.hint, page.links))
   return reply.code(appError.statusCode).send({
     success: false,
     ...(rfcError === undefined ? { error: appError.message } : { error: rfcError, error_description: appError.message }),

@@ -1,6 +1,6 @@
 import { STATUS_CODES } from 'node:http'
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { messagePage, pagePolicy } from '../lib/html.js'
+import { messagePage, pagePolicy, type PageLink } from '../lib/html.js'
 import { errors, type AppError } from './errors.js'
 
 declare module 'fastify' {
@@ -9,9 +9,10 @@ declare module 'fastify' {
      * A route that browsers reach by following a link or submitting a form (the consent pages,
      * the links in mails, provider sign-in). Its refusals answer an HTML page, with the same status,
      * to a request that prefers text/html over application/json; `hint` tells the reader what to
-     * do next. Every other route, and every other caller, gets the JSON envelope.
+     * do next, and `links` lead to the pages it names. Every other route, and every other caller,
+     * gets the JSON envelope.
      */
-    htmlRefusals?: { hint: string }
+    htmlRefusals?: { hint: string; links?: readonly PageLink[] }
   }
 }
 
@@ -69,14 +70,15 @@ const TITLES: Record<string, string> = {
   LOGIN_DISABLED: 'Sign-in is switched off',
   RATE_LIMITED: 'Too many attempts',
   NOT_FOUND: 'Not found',
+  EMAIL_DISABLED: 'Mail is switched off',
 }
 
 /** A refusal as a page: a title for its kind, its own text, and what to do next. */
-export function refusalPage(error: AppError, hint?: string): string {
+export function refusalPage(error: AppError, hint?: string, links?: readonly PageLink[]): string {
   const title = TITLES[error.code] ?? (error.statusCode >= 500 ? 'The service cannot answer right now' : STATUS_CODES[error.statusCode] ?? 'Request refused')
   // A schema failure's own text names no field a reader typed; the page says what it means instead.
   const message = error.code === 'VALIDATION_ERROR' && error.message === VALIDATION_TEXT
     ? 'Part of the link or the form is missing or not valid. Open the link from the mail again, or fill in the form again.'
     : error.message
-  return messagePage({ title, message, tone: 'error', hint })
+  return messagePage({ title, message, tone: 'error', hint, links })
 }

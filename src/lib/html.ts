@@ -62,6 +62,18 @@ ${body}
 `
 }
 
+/** A next step a page offers: a link to another page of this service. */
+export interface PageLink {
+  href: string
+  label: string
+}
+
+/** Next steps as a row of buttons; '' for none. */
+export function linkButtons(links: readonly PageLink[]): string {
+  if (links.length === 0) return ''
+  return `<div class="actions">${links.map(({ href, label }) => `<a class="button" href="${escapeHtml(href)}">${escapeHtml(label)}</a>`).join('')}</div>`
+}
+
 export interface MessagePage {
   title: string
   message: string
@@ -69,11 +81,13 @@ export interface MessagePage {
   tone: 'error' | 'success'
   /** What the reader can do next, in a muted line. */
   hint?: string
+  /** The pages the hint speaks of, as buttons under it. */
+  links?: readonly PageLink[]
 }
 
 /** A page that says one thing: a refusal, or that something was done. */
-export function messagePage({ title, message, tone, hint }: MessagePage): string {
+export function messagePage({ title, message, tone, hint, links = [] }: MessagePage): string {
   const role = tone === 'error' ? ' role="alert"' : ''
   return pageLayout(title, `<h1>${escapeHtml(title)}</h1>
-<p class="${tone}"${role}>${escapeHtml(message)}</p>${hint === undefined ? '' : `\n<p class="muted">${escapeHtml(hint)}</p>`}`)
+<p class="${tone}"${role}>${escapeHtml(message)}</p>${hint === undefined ? '' : `\n<p class="muted">${escapeHtml(hint)}</p>`}${links.length === 0 ? '' : `\n${linkButtons(links)}`}`)
 }
