@@ -1,4 +1,6 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
+import { userCaller } from '../auth/current-user.js'
+import { roleHas } from '../auth/permissions.js'
 import { policy } from '../auth/policies.js'
 import { errors } from '../http/errors.js'
 import type { ErrorHandler } from '../http/error-handler.js'
@@ -7,7 +9,7 @@ import type { Clock } from '../lib/clock.js'
 import type { AuditLog } from '../modules/audit/service.js'
 import type { SettingDefinition, SettingGroup } from '../modules/settings/definitions.js'
 import type { Services } from '../services.js'
-import { collectionStore, documentValidator, registerCollectionRoutes } from './collections.js'
+import { collectionModeration, collectionStore, documentValidator, registerCollectionRoutes } from './collections.js'
 import { describe, entryFile, importPlugin, pluginFolders } from './discovery.js'
 import { containScope, installPluginGuard, sealCore, type GuardedPlugin, type GuardHost, type PluginStatus } from './guard.js'
 import type { CollectionStore, PluginContext, PluginScope } from './index.js'
@@ -200,9 +202,10 @@ export class PluginHost implements GuardHost {
       try {
         const stores: Record<string, CollectionStore<Record<string, unknown>>> = {}
         for (const collection of manifest.collections) {
-          const store = collectionStore({ pluginId: manifest.id, collection: collection.name }, documentValidator(collection), this.options.services, this.options.clock)
+          const key = { pluginId: manifest.id, collection: collection.name }
+          const store = collectionStore(key, documentValidator(collection), this.options.services, this.options.clock, collection.owned)
           stores[collection.name] = store
-          registerCollectionRoutes(scope, manifest, collection, store)
+          registerCollectionRoutes(scope, manifest, collection, store, collectionModeration(key, this.options.services))
         }
         const register = manifest.register
         if (register) await this.withinTimeout(register(scope, this.context(manifest, stores)))
@@ -228,6 +231,10 @@ export class PluginHost implements GuardHost {
       },
       collections: stores,
       policy,
+      caller: (request) => {
+        const { userId, role } = userCaller(request)
+        return { userId, can: (permission) => roleHas(role, permission) }
+      },
       clock,
       errors: {
         notFound: (what) => errors.notFound(what),

@@ -5,7 +5,7 @@
  * plugin".
  */
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import type { FastifyBaseLogger, FastifyInstance, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault } from 'fastify'
+import type { FastifyBaseLogger, FastifyInstance, FastifyRequest, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault } from 'fastify'
 import type { Static, TSchema } from 'typebox'
 import type { Permission } from '../auth/permissions.js'
 import type { policy, Scope } from '../auth/policies.js'
@@ -36,25 +36,53 @@ export interface CollectionDeclaration<S extends ItemSchema = ItemSchema> {
   scope?: Scope
   /** A global permission the caller must hold as well. */
   permission?: Permission
+  /**
+   * Each item belongs to the user who created it (its `owner_id`): the routes list only the
+   * caller's items, and someone else's answers 404, as an unknown id does.
+   */
+  owned?: boolean
+  /**
+   * With `owned`: holders of this global permission moderate. They list every item, read any and
+   * delete any (the host audits each delete of another user's item); only owners change an item.
+   */
+  moderator?: Permission
 }
 
 export type SettingValue<D extends SettingDeclaration> = D['default']
 export type DocumentOf<S> = S extends TSchema ? Static<S> : Record<string, unknown>
 
-/** An item as the API answers it: the document with its id and timestamps (ISO 8601). */
-export type CollectionItem<D> = D & { id: string; created_at: string; updated_at: string }
+/**
+ * An item as the API answers it: the document with its id and timestamps (ISO 8601), and in an
+ * owned collection the id of the user it belongs to.
+ */
+export type CollectionItem<D> = D & { id: string; owner_id?: string; created_at: string; updated_at: string }
+
+/**
+ * Whose items a store call reaches: with `ownerId`, only that user's (someone else's item is not
+ * found); without, every item of the collection. Creating in an owned collection needs it.
+ */
+export interface OwnerOption {
+  ownerId?: string
+}
 
 /** A collection's items in the database; documents are validated by the collection's schema. */
 export interface CollectionStore<D> {
-  /** A page in creation order (limit 1–100, default 20) and the collection's size. */
-  list(options?: { limit?: number; offset?: number }): Promise<{ items: Array<CollectionItem<D>>; total: number }>
-  get(id: string): Promise<CollectionItem<D> | null>
+  /** A page in creation order (limit 1–100, default 20) and how many items there are. */
+  list(options?: { limit?: number; offset?: number } & OwnerOption): Promise<{ items: Array<CollectionItem<D>>; total: number }>
+  get(id: string, options?: OwnerOption): Promise<CollectionItem<D> | null>
   /** Throws the service's 400 VALIDATION_ERROR when the document does not fit the schema. */
-  create(document: D): Promise<CollectionItem<D>>
+  create(document: D, options?: OwnerOption): Promise<CollectionItem<D>>
   /** null when there is no such item. */
-  replace(id: string, document: D): Promise<CollectionItem<D> | null>
+  replace(id: string, document: D, options?: OwnerOption): Promise<CollectionItem<D> | null>
   /** Whether an item was deleted. */
-  remove(id: string): Promise<boolean>
+  remove(id: string, options?: OwnerOption): Promise<boolean>
+}
+
+/** The signed-in user calling a route, as the core's policy check established them. */
+export interface PluginCaller {
+  userId: string
+  /** Whether the user's global role grants `permission` (the core's role table). */
+  can(permission: Permission): boolean
 }
 
 /** Errors a plugin's handler throws to answer in the service's envelope. */
@@ -77,6 +105,8 @@ export interface PluginContext<
   collections: { [K in keyof C]: CollectionStore<DocumentOf<C[K]['schema']>> }
   /** Route policies for `config.auth`; a route that declares none needs a session. */
   policy: typeof policy
+  /** The user calling one of the plugin's routes (session or bearer token); 401 on a public route without one. */
+  caller(request: FastifyRequest): PluginCaller
   clock: Clock
   errors: PluginErrors
 }

@@ -9,6 +9,8 @@ export const SETTING_KEY = /^[a-z][a-z0-9_]{0,62}$/
 
 /** Properties every item carries; a collection's schema cannot declare them. */
 export const RESERVED_ITEM_PROPERTIES = ['id', 'created_at', 'updated_at'] as const
+/** Carried by the items of an owned collection as well. */
+export const OWNER_PROPERTY = 'owner_id'
 
 export interface CollectionManifest {
   name: string
@@ -16,6 +18,10 @@ export interface CollectionManifest {
   description: string | null
   scope: Scope | null
   permission: Permission | null
+  /** Items belong to the user who created them: each caller reaches only their own. */
+  owned: boolean
+  /** In an owned collection: the global permission whose holders list every item and may delete any. */
+  moderator: Permission | null
 }
 
 export interface SettingManifest {
@@ -39,7 +45,7 @@ export interface PluginManifest {
 
 const TOP_LEVEL = new Set(['id', 'name', 'version', 'description', 'settings', 'collections', 'register'])
 const SETTING_FIELDS = new Set(['type', 'default', 'description', 'encrypted'])
-const COLLECTION_FIELDS = new Set(['schema', 'description', 'scope', 'permission'])
+const COLLECTION_FIELDS = new Set(['schema', 'description', 'scope', 'permission', 'owned', 'moderator'])
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value)
@@ -129,17 +135,22 @@ function readCollections(declared: unknown, problems: string[]): CollectionManif
     const at = `collections.${name}`
     if (!COLLECTION_NAME.test(name)) problems.push(`${at}: the name must match ${COLLECTION_NAME.source}`)
     if (!isRecord(collection)) {
-      problems.push(`${at} must be {schema, description?, scope?, permission?}`)
+      problems.push(`${at} must be {schema, description?, scope?, permission?, owned?, moderator?}`)
       continue
     }
     for (const field of Object.keys(collection)) if (!COLLECTION_FIELDS.has(field)) problems.push(`${at}: unknown field "${field}"`)
-    const { schema, description, scope, permission } = collection
+    const { schema, description, scope, permission, owned, moderator } = collection
     if (!isRecord(schema) || schema.type !== 'object' || !isRecord(schema.properties)) {
       problems.push(`${at}.schema must be a JSON Schema of type "object" with properties`)
     } else {
-      const reserved = RESERVED_ITEM_PROPERTIES.filter((property) => property in (schema.properties as object))
+      const carried = owned === true ? [...RESERVED_ITEM_PROPERTIES, OWNER_PROPERTY] : RESERVED_ITEM_PROPERTIES
+      const reserved = carried.filter((property) => property in (schema.properties as object))
       if (reserved.length > 0) problems.push(`${at}.schema must not declare ${reserved.join(', ')}: every item carries them`)
     }
+    if (owned !== undefined && typeof owned !== 'boolean') problems.push(`${at}.owned must be a boolean`)
+    if (moderator !== undefined && !isPermission(moderator)) problems.push(`${at}.moderator is not a known permission`)
+    // Moderation lets some callers past the owner check; without owners there is nothing to pass.
+    if (moderator !== undefined && owned !== true) problems.push(`${at}.moderator needs owned: true`)
     if (!optionalText(description, 1000)) problems.push(`${at}.description must be a string of at most 1000 characters`)
     if (scope !== undefined && !(SCOPES as readonly unknown[]).includes(scope)) problems.push(`${at}.scope must be one of ${SCOPES.join(', ')}`)
     if (permission !== undefined && !isPermission(permission)) problems.push(`${at}.permission is not a known permission`)
@@ -149,6 +160,8 @@ function readCollections(declared: unknown, problems: string[]): CollectionManif
       description: (description as string | undefined) ?? null,
       scope: (scope as Scope | undefined) ?? null,
       permission: (permission as Permission | undefined) ?? null,
+      owned: owned === true,
+      moderator: (moderator as Permission | undefined) ?? null,
     })
   }
   return collections

@@ -16,7 +16,7 @@ export type AuditEventType =
   | 'catalogue.servers_imported' | 'catalogue.registry_synced'
   | 'satellite.token_created' | 'satellite.token_revoked' | 'satellite.registered' | 'satellite.disabled'
   | 'satellite.enabled' | 'satellite.deleted'
-  | 'plugin.loaded'
+  | 'plugin.loaded' | 'plugin.item_deleted_by_moderator'
   | 'team.created' | 'team.deleted' | 'team.member_added' | 'team.member_removed' | 'team.member_left'
   | 'team.member_role_changed' | 'team.owner_transferred'
 
