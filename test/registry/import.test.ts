@@ -117,8 +117,8 @@ describe.each(DIALECTS)('server.json import on %s', (dialect) => {
           { name: 'ACME_CACHE_DIR', description: 'Where forecasts are cached', required: false, secret: false, default: '/tmp/acme-weather' },
         ],
       }])
-      // The remote whose URL is a template stays in the stored document only.
-      expect(weather.remotes).toEqual([{ type: 'streamable-http', url: 'https://mcp.acme-labs.example/weather' }])
+      // Both remotes as published: the headers with their variables, the URL template with its variables.
+      expect(weather.remotes).toEqual(weatherDocument(ns).remotes)
 
       const [version] = await versions(weatherId!)
       expect(version).toMatchObject({ version: '1.2.0', status: 'active', is_latest: true, changelog: null, release_date: null, packages: weather.packages, remotes: weather.remotes })
@@ -185,7 +185,7 @@ describe.each(DIALECTS)('server.json import on %s', (dialect) => {
           registry_type: 'npm', identifier: '@acme-labs/legacy-search', version: '0.9.0', runtime_args: ['{profile}'],
           environment_variables: [{ name: 'SEARCH_KEY', description: 'Index key', required: true, secret: true }],
         }],
-        remotes: [{ type: 'sse', url: 'https://legacy.acme-labs.example/sse' }],
+        remotes: [{ type: 'sse', url: 'https://legacy.acme-labs.example/sse', headers: [{ name: 'X-Key', isSecret: true }] }],
       })
       const [seedVersion] = await versions(seedId!)
       expect(seedVersion).toMatchObject({ version: '0.9.0', status: 'active', release_date: '2025-05-01T12:00:00.000Z' })

@@ -381,7 +381,7 @@ describe('readServerJson refusals', () => {
       { field: 'packages[0].runtimeArguments[0].type', message: 'must be one of: named, positional' },
       { field: 'packages[0].runtimeArguments[1].valueHint', message: 'is required when the positional argument has no value' },
       { field: 'remotes[0].type', message: 'must be one of: streamable-http, sse' },
-      { field: 'remotes[1].url', message: 'must be an http or https URL (variables in {braces} allowed)' },
+      { field: 'remotes[1].url', message: 'must be an http or https URL without spaces (variables in {braces} allowed)' },
     ])
   })
 
@@ -440,11 +440,11 @@ describe('catalogueEntryOf', () => {
     expect(oci!.packages[0]).toMatchObject({ registry_type: 'oci', identifier: 'docker.io/northwind/mcp-postgres:2.1.0', runtime_args: ['-p', '{port}:8080', '-e', 'DATABASE_URL={database_url}'] })
     expect(nuget!.packages).toEqual([{ registry_type: 'nuget', identifier: 'Northwind.Mcp.TimeTools', version: '1.0.0' }])
     expect(mcpb!.packages).toEqual([{ registry_type: 'mcpb', identifier: 'https://github.com/northwind/text-tools/releases/download/v1.1.0/text-tools.mcpb', version: '1.1.0' }])
-    // The URL template stays in the stored document only.
+    // Remotes as published: the URL template with its variables, the headers with theirs.
     expect(hosted!.transportType).toBe('http')
     expect(hosted!.packages).toEqual([])
-    expect(hosted!.remotes).toEqual([{ type: 'streamable-http', url: 'https://mcp.northwind.example/tickets' }])
-    expect(hosted!.document.remotes).toHaveLength(2)
+    expect(hosted!.remotes).toEqual(hostedDocument().remotes)
+    expect(hosted!.document.remotes).toEqual(hostedDocument().remotes)
   })
 
   it('takes the status and release date from the registry', () => {
@@ -523,6 +523,18 @@ describe('exportDocument', () => {
     expect(officialProblems(document)).toEqual([])
   })
 
+  it('writes a hand-made server remote with its headers and variables as they are held', () => {
+    const remotes: ServerRemote[] = [{
+      type: 'streamable-http',
+      url: 'https://{tenant}.northwind.example/mcp?key=<YOUR_KEY>',
+      headers: [{ name: 'Authorization', value: 'Bearer {token}', isRequired: true, isSecret: true, variables: { token: { isSecret: true } } }],
+      variables: { tenant: { description: 'Your tenant', choices: ['acme', 'globex'], default: 'acme' } },
+    }]
+    const exported = exportDocument(serverRowOf(null, { remotes, transportType: 'http' }), null, namespace)
+    expect(exported.remotes).toEqual(remotes)
+    expect(officialProblems({ ...exported, remotes: [{ ...remotes[0], url: 'https://{tenant}.northwind.example/mcp' }] })).toEqual([])
+  })
+
   it('exports a server without versions as 0.0.0, with its name when it has no description', () => {
     const server = serverRowOf(null, { name: 'scratch', slug: 'scratch', description: '', packages: [{ registry_type: 'pypi', identifier: 'scratch-mcp' }] })
     const document = exportDocument(server, null, namespace)
@@ -567,6 +579,98 @@ describe('exportDocument', () => {
     const exported: ServerJson = exportDocument(serverRowOf(entry), versionRowOf(entry), namespace)
     expect(exported.packages).toEqual([{ registryType: 'pypi', identifier: 'northwind-legacy', version: '0.1.0', transport: { type: 'stdio' } }])
     expect(officialProblems(exported)).toEqual([])
+  })
+})
+
+describe('remote and transport URLs', () => {
+  const withRemoteUrl = (url: string): Json => ({ ...hostedDocument(), remotes: [{ type: 'sse', url }] })
+  const withTransportUrl = (url: string): Json => ({ ...ociDocument(), packages: [{ ...(ociDocument().packages as Json[])[0]!, transport: { type: 'streamable-http', url } }] })
+
+  it('takes http(s) URLs without whitespace: placeholders, templates, characters RFC 3986 would escape', () => {
+    for (const url of [
+      'https://mcp.amap.com/sse?key=<YOUR_TOKEN>',
+      'https://{tenant}.northwind.example/sse',
+      'http://localhost:{port}/mcp',
+      'HTTPS://mcp.northwind.example/sse',
+      'https://mcp.northwind.example/sse?filter=a|b&q="x"',
+      'https://例え.example/mcp',
+    ]) {
+      expect(entryOf(withRemoteUrl(url)).remotes, url).toEqual([{ type: 'sse', url }])
+      expect(valid(readServerJson({ document: withTransportUrl(url) })).document.packages![0]!.transport.url, url).toBe(url)
+    }
+  })
+
+  it('refuses other schemes, relative URLs, whitespace and control characters, in remotes and package transports alike', () => {
+    for (const url of ['javascript:alert(1)', 'wss://mcp.northwind.example', '/relative/sse', '//mcp.northwind.example/sse', 'https://', 'https:///sse', 'https://mcp.northwind.example/s se', 'https://mcp.northwind.example/sse\n', 'https://mcp.northwind.example/\u0007', ' https://mcp.northwind.example/sse']) {
+      const message = 'must be an http or https URL without spaces (variables in {braces} allowed)'
+      expect(problemsOf(withRemoteUrl(url)).problems, url).toEqual([{ field: 'remotes[0].url', message }])
+      expect(problemsOf(withTransportUrl(url)).problems, url).toEqual([{ field: 'packages[0].transport.url', message }])
+    }
+  })
+
+  it('holds a remote to the catalogue own rules: a header name that is no HTTP token, a URL over 2 048 characters', () => {
+    const badHeader = { ...hostedDocument(), remotes: [{ type: 'sse', url: 'https://mcp.northwind.example/sse', headers: [{ name: 'X Key' }] }] }
+    expect(catalogueProblems(badHeader).map((problem) => problem.field)).toEqual(['remotes[0].headers[0].name'])
+    const long = { ...hostedDocument(), remotes: [{ type: 'sse', url: `https://mcp.northwind.example/${'a'.repeat(2048)}` }] }
+    expect(catalogueProblems(long)).toEqual([{ field: 'remotes[0].url', message: 'must be at most 2048 characters long' }])
+  })
+
+  it('keeps only the members the format gives inputs in the catalogue copy; the stored document keeps what it defines', () => {
+    const document = { ...hostedDocument(), remotes: [{ type: 'sse', url: 'https://{region}.northwind.example/sse', headers: [{ name: 'X-Key', valueHint: 'key', isSecret: true }], variables: { region: { default: 'eu', isRepeated: true } } }] }
+    const entry = entryOf(document)
+    expect(entry.remotes).toEqual([{ type: 'sse', url: 'https://{region}.northwind.example/sse', headers: [{ name: 'X-Key', isSecret: true }], variables: { region: { default: 'eu' } } }])
+  })
+})
+
+describe('older shapes: what the May 2025 seed allowed and the 2025-12-11 rules do not', () => {
+  const seedEntry = (fields: Json = {}, item: Json = {}): Json => ({
+    name: `${NS}/seeded`,
+    description: 'A seeded server.',
+    repository: { url: 'https://github.com/northwind/seeded', source: 'github', id: '1' },
+    version_detail: { version: '0.0.1-seed', release_date: '2025-05-16T18:56:49Z', is_latest: true },
+    packages: [{ registry_name: 'npm', name: '@northwind/seeded', version: '1.0.0', ...item }],
+    ...fields,
+  })
+
+  it('a description over 100 characters: shortened in the document, whole in the catalogue', () => {
+    const long = `${'Searches the Northwind index, '.repeat(5)}and more.`
+    const read = valid(readServerJson({ document: seedEntry({ description: long }) }))
+    expect(Array.from(read.document.description).length).toBeGreaterThan(90)
+    expect(Array.from(read.document.description).length).toBeLessThanOrEqual(100)
+    expect(read.document.description.endsWith('…')).toBe(true)
+    expect(long.startsWith(read.document.description.slice(0, -1))).toBe(true)
+    expect(entryOf(seedEntry({ description: long })).description).toBe(long)
+    expect(officialProblems(read.document)).toEqual([])
+  })
+
+  it('an empty description: the name last part in the document, empty in the catalogue', () => {
+    const read = valid(readServerJson({ document: seedEntry({ description: '' }) }))
+    expect(read.document.description).toBe('seeded')
+    expect(entryOf(seedEntry({ description: '' })).description).toBe('')
+  })
+
+  it('an empty package version is dropped', () => {
+    const read = valid(readServerJson({ document: seedEntry({}, { version: '' }) }))
+    expect(read.document.packages).toEqual([{ registryType: 'npm', identifier: '@northwind/seeded', transport: { type: 'stdio' } }])
+  })
+
+  it('an empty transport_type is read from the URL path: /sse is SSE, anything else streamable HTTP', () => {
+    const remotes = [{ transport_type: '', url: 'http://localhost:8000/sse' }, { transport_type: '', url: 'https://mcp.northwind.example/mcp?sse=1' }]
+    expect(valid(readServerJson({ document: seedEntry({ remotes }) })).document.remotes).toEqual([
+      { type: 'sse', url: 'http://localhost:8000/sse' },
+      { type: 'streamable-http', url: 'https://mcp.northwind.example/mcp?sse=1' },
+    ])
+  })
+
+  it('a package the catalogue cannot hold (registry type unknown, an identifier no registry takes) stays in the document only', () => {
+    const unknown = seedEntry({}, { registry_name: 'unknown', name: 'seeded-mcp' })
+    const entry = entryOf(unknown)
+    expect(entry.packages).toEqual([])
+    expect(entry.document.packages).toEqual([{ registryType: 'unknown', identifier: 'seeded-mcp', version: '1.0.0', transport: { type: 'stdio' } }])
+    expect(entryOf(seedEntry({}, { name: 'Northwind/seeded' })).packages).toEqual([])
+    // The same packages in a 2025-12-11 document are refused, as for servers made by hand.
+    const current = { ...nugetDocument(), packages: [{ registryType: 'npm', identifier: 'Northwind/seeded', transport: { type: 'stdio' } }] }
+    expect(catalogueProblems(current).map((problem) => problem.field)).toEqual(['packages[0].identifier'])
   })
 })
 

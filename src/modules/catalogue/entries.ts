@@ -3,9 +3,13 @@ import { Type, type Static } from 'typebox'
 /**
  * How an MCP server is obtained and reached, after the official MCP Registry's `server.json`:
  * packages (a registry type, the package's identifier there, an optional version, runtime
- * arguments and the environment variables it reads) and remotes (a transport and a URL). Field
- * names are snake_case like the rest of this API. Each registry type has its own identifier rule;
- * `registry_type` selects the rule (an OpenAPI discriminator), so an error names one rule only.
+ * arguments and the environment variables it reads) and remotes (a transport, a URL or URL
+ * template, the HTTP headers to send and the variables of the template). Field names are
+ * snake_case like the rest of this API, except inside a remote's `headers` and `variables`: those
+ * are the registry format's inputs, spelled as there (`isRequired`, `isSecret`), so that a remote
+ * read from a `server.json` document is written back unchanged. Each registry type has its own
+ * identifier rule; `registry_type` selects the rule (an OpenAPI discriminator), so an error names
+ * one rule only.
  */
 
 /** http or https with a host; `javascript:`, `data:`, `file:` and the like are refused. */
@@ -14,6 +18,23 @@ export const HttpUrl = Type.String({
   format: 'uri',
   pattern: '^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#@]+',
   description: 'An http or https URL.',
+})
+
+/**
+ * Where a remote server listens, by the MCP Registry's rule for remote and transport URLs: `http://`
+ * or `https://`, a host, then anything but whitespace (and control characters). Not held to RFC
+ * 3986's character set: `{name}` segments are URL templates (RFC 6570 level 1) whose values come
+ * from the remote's `variables`, and published remotes carry placeholders such as
+ * `?key=<YOUR_TOKEN>` for the user to replace. Relative URLs and other schemes (`javascript:`,
+ * `file:`) stay refused.
+ */
+export const REMOTE_URL_PATTERN = '^[Hh][Tt][Tt][Pp][Ss]?://[^\\s\\x00-\\x1f\\x7f/?#][^\\s\\x00-\\x1f\\x7f]*$'
+
+export const RemoteUrl = Type.String({
+  maxLength: 2048,
+  pattern: REMOTE_URL_PATTERN,
+  description: 'An http or https URL without whitespace; `{name}` segments are filled in from `variables` ' +
+    '(e.g. `https://{tenant}.example.com/mcp`), and placeholders like `<YOUR_TOKEN>` are kept as published.',
 })
 
 export const EnvironmentVariable = Type.Object({
@@ -79,9 +100,43 @@ export const ServerPackage = Type.Unsafe<
 })
 export type ServerPackage = Static<typeof ServerPackage>
 
+const inputText = (maxLength: number, description?: string) => Type.Optional(Type.String({ maxLength, ...(description === undefined ? {} : { description }) }))
+
+/** What a user is asked for or what is filled in for them: the registry format's `Input`. */
+const inputFields = {
+  description: inputText(1000),
+  isRequired: Type.Optional(Type.Boolean({ description: 'False when omitted.' })),
+  isSecret: Type.Optional(Type.Boolean({ description: 'False when omitted. A secret is never shown once set.' })),
+  format: Type.Optional(Type.Union([Type.Literal('string'), Type.Literal('number'), Type.Literal('boolean'), Type.Literal('filepath')], { description: '`string` when omitted.' })),
+  value: inputText(2048, 'A fixed value; `{name}` segments are filled in from `variables`.'),
+  default: inputText(2048),
+  placeholder: inputText(1000),
+  choices: Type.Optional(Type.Array(Type.String({ maxLength: 1000 }), { maxItems: 100 })),
+}
+
+export const RemoteVariable = Type.Object(inputFields, { additionalProperties: false })
+
+/** Variables by name, as in `{name}`: 1–128 characters, no whitespace, no braces; any other key is refused. */
+const remoteVariables = (description: string) => Type.Optional(Type.Unsafe<Record<string, Static<typeof RemoteVariable>>>({
+  type: 'object',
+  patternProperties: { '^[^\\s{}]{1,128}$': RemoteVariable },
+  additionalProperties: false,
+  maxProperties: 50,
+  description,
+}))
+
+/** An HTTP header a client sends to the remote (RFC 9110 field name); its `value` may hold `{name}` segments of its own `variables`. */
+export const RemoteHeader = Type.Object({
+  name: Type.String({ minLength: 1, maxLength: 256, pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$", description: 'The header\'s name (an RFC 9110 token).' }),
+  ...inputFields,
+  variables: remoteVariables('Values for the `{name}` segments of `value`.'),
+}, { additionalProperties: false })
+
 export const ServerRemote = Type.Object({
   type: Type.Union([Type.Literal('streamable-http'), Type.Literal('sse')]),
-  url: HttpUrl,
+  url: RemoteUrl,
+  headers: Type.Optional(Type.Array(RemoteHeader, { maxItems: 50, description: 'HTTP headers a client sends, as the registry format\'s key-value inputs.' })),
+  variables: remoteVariables('Values for the `{name}` segments of `url`, by name, as the registry format\'s inputs.'),
 }, { additionalProperties: false })
 export type ServerRemote = Static<typeof ServerRemote>
 

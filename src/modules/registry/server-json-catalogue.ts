@@ -1,7 +1,8 @@
 import { HttpUrl, normalizePackages, ServerPackage as PackageSchema, ServerRemote as RemoteSchema, type ServerPackage, type ServerRemote } from '../catalogue/entries.js'
 import { parseVersion } from '../catalogue/semver-key.js'
 import { checker, fieldOf, type DocumentProblem } from './server-json-rules.js'
-import type { ReadDocument, RegistryInput, RegistryPackage, ServerJson } from './server-json.js'
+import type { ReadDocument, RegistryInput, RegistryPackage, RegistryRemote, ServerJson } from './server-json.js'
+import { shortened } from './server-json-shapes.js'
 
 /**
  * A valid `server.json` document (read by server-json.ts) as the catalogue holds it: the server,
@@ -49,11 +50,20 @@ const TRANSPORTS = { stdio: 'stdio', 'streamable-http': 'http', sse: 'sse' } as 
 
 const VERSION_STATUS = { active: 'active', deprecated: 'deprecated', deleted: 'yanked' } as const
 
+/** The catalogue's longest server description. */
+const MAX_CATALOGUE_DESCRIPTION = 1000
+
 /**
  * Maps a valid document onto the catalogue, or says why the catalogue cannot hold it: a package
- * type it does not hold, an identifier or environment variable its own rules refuse (the same
- * rules as for servers created by hand), a version that is not a semantic version (versions are
- * ordered by semver precedence).
+ * type it does not hold, an identifier or environment variable its own rules refuse, a remote its
+ * rules refuse (the same rules as for servers created by hand), a version that is not a semantic
+ * version (versions are ordered by semver precedence).
+ *
+ * A document in one of the older shapes comes from before the registry checked what it listed
+ * (its May 2025 seed names packages of registry type `unknown`, and identifiers no package
+ * registry takes): a package or remote of such a document that the catalogue cannot hold is left
+ * out of the catalogue's packages or remotes and kept in the stored document, rather than
+ * refusing the whole server.
  */
 export function catalogueEntryOf(read: Extract<ReadDocument, { ok: true }>): { ok: true; entry: CatalogueEntry } | { ok: false; problems: DocumentProblem[] } {
   const { document } = read
@@ -67,18 +77,15 @@ export function catalogueEntryOf(read: Extract<ReadDocument, { ok: true }>): { o
   const packages: ServerPackage[] = []
   registryPackages.forEach((item, index) => {
     const mapped = cataloguePackage(item, index)
-    if ('problems' in mapped) problems.push(...mapped.problems)
-    else packages.push(mapped.package)
+    if (!('problems' in mapped)) packages.push(mapped.package)
+    else if (!read.olderShape) problems.push(...mapped.problems)
   })
   const remotes: ServerRemote[] = []
   ;(document.remotes ?? []).forEach((item, index) => {
-    // A URL template (`https://{tenant}.example.com/mcp`) is no URL the catalogue can show or
-    // connect to: such a remote stays in the stored document only.
-    if (item.url.includes('{')) return
-    const remote = { type: item.type, url: item.url }
+    const remote = catalogueRemote(item)
     const found = checkRemote(remote, (path) => fieldOf(['remotes', index, ...path]))
-    if (found.length > 0) problems.push(...found)
-    else remotes.push(remote)
+    if (found.length === 0) remotes.push(remote)
+    else if (!read.olderShape) problems.push(...found)
   })
   if (remotes.length > MAX_ENTRIES) problems.push({ field: 'remotes', message: `this catalogue holds at most ${MAX_ENTRIES} remotes per server` })
   if (problems.length > 0 || parsed === null) return { ok: false, problems }
@@ -89,7 +96,7 @@ export function catalogueEntryOf(read: Extract<ReadDocument, { ok: true }>): { o
     entry: {
       registryName: document.name,
       displayName: document.title !== undefined && /\S/.test(document.title) ? document.title : lastPart,
-      description: document.description,
+      description: shortened(read.description, MAX_CATALOGUE_DESCRIPTION),
       repositoryUrl: httpUrlOrNull(document.repository?.url),
       websiteUrl: httpUrlOrNull(document.websiteUrl),
       iconUrl: httpUrlOrNull(document.icons?.[0]?.src),
@@ -106,6 +113,30 @@ export function catalogueEntryOf(read: Extract<ReadDocument, { ok: true }>): { o
       document,
     },
   }
+}
+
+/** The members of the format's key-value input (a header) that the catalogue holds; a variable has the same but `name` and `variables`. */
+const HEADER_KEYS = ['name', 'description', 'isRequired', 'isSecret', 'format', 'value', 'default', 'placeholder', 'choices', 'variables'] as const
+const VARIABLE_KEYS = HEADER_KEYS.filter((key) => key !== 'name' && key !== 'variables')
+
+function inputOf(input: RegistryInput, keys: readonly string[]): RegistryInput {
+  const out: RegistryInput = {}
+  for (const key of keys) if (input[key] !== undefined) out[key] = key === 'variables' ? variablesOf(input[key]) : input[key]
+  return out
+}
+
+function variablesOf(variables: unknown): Record<string, RegistryInput> {
+  return Object.fromEntries(Object.entries(variables as Record<string, RegistryInput>).map(([name, each]) => [name, inputOf(each, VARIABLE_KEYS)]))
+}
+
+/** A remote of the document as the catalogue holds it: its URL as published, its headers and URL variables (the format's members only). */
+function catalogueRemote(item: RegistryRemote): ServerRemote {
+  return {
+    type: item.type,
+    url: item.url,
+    ...(item.headers === undefined ? {} : { headers: item.headers.map((header) => inputOf(header, HEADER_KEYS)) }),
+    ...(item.variables === undefined ? {} : { variables: variablesOf(item.variables) }),
+  } as ServerRemote
 }
 
 /** An argument as command-line words: a named one's name then its value; a positional one's value, else `{valueHint}`. */

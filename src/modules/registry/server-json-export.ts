@@ -1,8 +1,8 @@
 import type { ServerRow } from '../../db/repositories/server-filters.js'
 import type { VersionRow } from '../../db/repositories/server-versions.js'
-import type { ServerPackage } from '../catalogue/entries.js'
-import { isObject } from './server-json-shapes.js'
-import { OFFICIAL_META, SERVER_SCHEMA_URL, type RegistryPackage, type ServerJson } from './server-json.js'
+import type { ServerPackage, ServerRemote } from '../catalogue/entries.js'
+import { isObject, shortened } from './server-json-shapes.js'
+import { OFFICIAL_META, SERVER_SCHEMA_URL, type RegistryPackage, type RegistryRemote, type ServerJson } from './server-json.js'
 import { httpUrlOrNull } from './server-json-catalogue.js'
 import { isoTime } from '../../lib/iso-time.js'
 
@@ -49,15 +49,6 @@ export function registryNameOf(server: Pick<ServerRow, 'registryName' | 'slug'>,
 export function exportDocument(server: ServerRow, version: VersionRow | null, namespace: string): ServerJson {
   const stored = version?.serverJson
   return isObject(stored) && typeof stored.name === 'string' ? overlaid(stored as unknown as ServerJson, server) : builtDocument(server, version, namespace)
-}
-
-/** The format's longest description and title. */
-const MAX_TEXT = 100
-
-/** At most 100 characters (code points, as the format counts them), ending in `…` when cut. */
-export function shortened(text: string, max = MAX_TEXT): string {
-  const characters = Array.from(text)
-  return characters.length <= max ? text : `${characters.slice(0, max - 1).join('').trimEnd()}…`
 }
 
 /** The repository's host as the format names it (`github`, `gitlab`, `bitbucket`), else the host itself. */
@@ -117,8 +108,18 @@ function builtDocument(server: ServerRow, version: VersionRow | null, namespace:
   if (server.repositoryUrl !== null) document.repository = { url: server.repositoryUrl, source: repositorySource(server.repositoryUrl) }
   if (server.iconUrl !== null && /^https:\/\//i.test(server.iconUrl) && server.iconUrl.length <= 255) document.icons = [{ src: server.iconUrl }]
   if (packages.length > 0) document.packages = packages.map((item) => registryPackage(item, transport))
-  if (remotes.length > 0) document.remotes = remotes.map((remote) => ({ type: remote.type, url: remote.url }))
+  if (remotes.length > 0) document.remotes = remotes.map(registryRemote)
   return document
+}
+
+/** A catalogue remote as the format writes it: the same members (headers and variables are already its inputs). */
+function registryRemote(remote: ServerRemote): RegistryRemote {
+  return {
+    type: remote.type,
+    url: remote.url,
+    ...(remote.headers === undefined ? {} : { headers: structuredClone(remote.headers) }),
+    ...(remote.variables === undefined ? {} : { variables: structuredClone(remote.variables) }),
+  }
 }
 
 function registryPackage(item: ServerPackage, transport: RegistryPackage['transport']): RegistryPackage {

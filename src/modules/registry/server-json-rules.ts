@@ -2,6 +2,7 @@ import { Ajv, type ErrorObject } from 'ajv'
 import addFormats from 'ajv-formats'
 import { Type, type TSchema } from 'typebox'
 import { lazy } from '../../lib/lazy.js'
+import { REMOTE_URL_PATTERN } from '../catalogue/entries.js'
 
 /**
  * The rules of the MCP Registry's `server.json` format, revision 2025-12-11, written as this
@@ -9,7 +10,9 @@ import { lazy } from '../../lib/lazy.js'
  * included: the format lets publishers add them), and is stricter in three places the registry's
  * own prose asks for but its schema leaves out: icon and remote URLs must be https/http, and
  * arguments and transports are told apart by their `type` (a discriminator), so that a wrong
- * argument gets one message about itself instead of one per kind it failed to be.
+ * argument gets one message about itself instead of one per kind it failed to be. Remote and
+ * transport URLs follow the rule the registry itself applies (http(s), no whitespace) rather than
+ * the published schema's `uri-template` format, which refuses the placeholders real entries hold.
  *
  * `x-message` on a schema is the plain-words message for a failure of that schema (the pattern a
  * name must follow, the value a version must not be); Ajv ignores the keyword.
@@ -61,10 +64,14 @@ const byType = (variants: TSchema[], description: string) =>
 
 const Argument = byType([NamedArgument, PositionalArgument], 'A command-line argument: named (`--flag` and a value) or positional.')
 
+/**
+ * A remote's or a package transport's URL, by the registry's own rule: http or https and no
+ * whitespace (nor control characters), `{name}` template segments allowed, no RFC 3986 character
+ * check — published documents carry placeholders like `?key=<YOUR_TOKEN>`. The catalogue's rule.
+ */
 const httpUrlTemplate = text({
-  format: 'uri-template',
-  pattern: '^[Hh][Tt][Tt][Pp][Ss]?://',
-  'x-message': 'must be an http or https URL (variables in {braces} allowed)',
+  pattern: REMOTE_URL_PATTERN,
+  'x-message': 'must be an http or https URL without spaces (variables in {braces} allowed)',
 })
 
 const headers = Type.Optional(list(KeyValueInput))

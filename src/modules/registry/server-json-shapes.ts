@@ -7,8 +7,14 @@
  *   `{registry_type, registry_base_url, identifier, file_sha256, runtime_hint, transport}`,
  *   remotes `{type, url}`.
  * Both spell inputs in snake_case (`is_required`, `is_secret`, `value_hint`, `is_repeated`).
- * The conversion only renames and fills in; whatever it cannot place is left for the rules to
- * report. A camelCase member present already wins over its snake_case twin.
+ * The conversion renames and fills in; whatever it cannot place is left for the rules to report.
+ * A camelCase member present already wins over its snake_case twin. Where the older shapes allowed
+ * what the 2025-12-11 rules do not, and real seed entries use it, the conversion mends it:
+ * - a description longer than 100 characters is shortened (the whole text is the catalogue's);
+ *   an empty one becomes the title, else the name's last part;
+ * - an empty package `version` names no version and is dropped;
+ * - an empty `transport_type` on a remote is read from its URL: `sse` when the path ends in
+ *   `/sse`, else `streamable-http`.
  */
 
 type Json = Record<string, unknown>
@@ -73,6 +79,7 @@ function olderPackage(value: unknown): unknown {
   rename(out, 'runtime_arguments', 'runtimeArguments')
   rename(out, 'package_arguments', 'packageArguments')
   rename(out, 'environment_variables', 'environmentVariables')
+  if (typeof out.version === 'string' && out.version.trim() === '') delete out.version
   for (const key of ['runtimeArguments', 'packageArguments', 'environmentVariables']) if (key in out) out[key] = inputs(out[key])
   out.transport = 'transport' in out ? transport(out.transport) : { type: 'stdio' }
   return out
@@ -81,14 +88,41 @@ function olderPackage(value: unknown): unknown {
 function remote(value: unknown): unknown {
   if (!isObject(value)) return value
   const out = transport(value) as Json
+  if ((out.type === undefined || out.type === '') && typeof out.url === 'string') out.type = transportOfUrl(out.url)
   if (isObject(out.variables)) out.variables = Object.fromEntries(Object.entries(out.variables).map(([key, each]) => [key, input(each)]))
   return out
+}
+
+/** Where a remote that names no transport listens by convention: SSE endpoints at `/sse`. */
+function transportOfUrl(url: string): 'sse' | 'streamable-http' {
+  const path = url.replace(/[?#].*$/s, '').replace(/\/+$/, '')
+  return /\/sse$/i.test(path) ? 'sse' : 'streamable-http'
+}
+
+/** The format's longest description and title. */
+export const MAX_DESCRIPTION = 100
+
+/** At most `max` characters (code points, as the format counts them), ending in `…` when cut. */
+export function shortened(text: string, max = MAX_DESCRIPTION): string {
+  const characters = Array.from(text)
+  return characters.length <= max ? text : `${characters.slice(0, max - 1).join('').trimEnd()}…`
+}
+
+/** An older document's description as the format takes it: at most 100 characters, never empty. */
+function description(document: Json): unknown {
+  const given = document.description
+  if (typeof given !== 'string') return given
+  if (/\S/.test(given)) return shortened(given)
+  const title = typeof document.title === 'string' && /\S/.test(document.title) ? document.title : null
+  const name = typeof document.name === 'string' ? document.name.slice(document.name.lastIndexOf('/') + 1) : ''
+  return shortened(title ?? (name === '' ? given : name))
 }
 
 /** The older document in the 2025-12-11 shape (a new object; the given one is not changed). */
 export function upConverted(document: Json): Json {
   const out: Json = { ...document }
   if (!('version' in out) && isObject(out.version_detail) && 'version' in out.version_detail) out.version = out.version_detail.version
+  if ('description' in out) out.description = description(out)
   rename(out, 'website_url', 'websiteUrl')
   if (Array.isArray(out.packages)) out.packages = out.packages.map(olderPackage)
   if (Array.isArray(out.remotes)) out.remotes = out.remotes.map(remote)

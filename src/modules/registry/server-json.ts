@@ -72,6 +72,14 @@ export type ReadDocument =
        * the document's own (2025-07 shape) `status`, else active.
        */
       status: RegistryStatus
+      /**
+       * The server's description as published: the document's, except for an older shape whose
+       * description the conversion shortened or filled in (those shapes had no length rule) —
+       * then the whole text, or empty.
+       */
+      description: string
+      /** Whether the document came in one of the older shapes (and was up-converted). */
+      olderShape: boolean
       /** The official `_meta`'s publishedAt / updatedAt, when given (publishedAt: else the seed shape's release date). */
       publishedAt: Date | null
       updatedAt: Date | null
@@ -120,6 +128,8 @@ export function readServerJson(incoming: IncomingDocument): ReadDocument {
     ok: true,
     document: canonical(document),
     status: statusOf(official?.status) ?? statusOf(document.status) ?? 'active',
+    description: older && typeof given.description === 'string' ? given.description : (document.description as string),
+    olderShape: older,
     publishedAt: dateOf(official?.publishedAt ?? official?.published_at) ?? (older ? seedReleaseDate(given) : null),
     updatedAt: dateOf(official?.updatedAt ?? official?.updated_at),
   }
