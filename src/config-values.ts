@@ -1,8 +1,23 @@
 import { isIP } from 'node:net'
 import { resolve } from 'node:path'
-import type { DatabaseTarget, MailSender, TrustProxy } from './config.js'
 
 /** Parsers of single configuration values: each returns the value, or null (or a problem) when it is not one. */
+
+/** The sender of every mail: `SMTP_FROM` as `Name <address>` or a bare address. */
+export interface MailSender {
+  name: string | null
+  address: string
+}
+
+/**
+ * Which peers' `X-Forwarded-*` headers to believe: none (false), the nearest N hops, the proxies at
+ * these addresses/CIDRs, or (true) every hop — which lets a client name its own address.
+ */
+export type TrustProxy = boolean | number | readonly string[]
+
+export type DatabaseTarget =
+  | { dialect: 'sqlite'; path: string; url: string }
+  | { dialect: 'postgresql'; url: string }
 
 /** `DATABASE_URL`: the database, or the problem with the value. */
 export function parseDatabaseUrl(url: string): DatabaseTarget | string {

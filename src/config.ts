@@ -2,7 +2,9 @@ import { randomBytes } from 'node:crypto'
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { parseEnv } from 'node:util'
-import { hostEntry, isHttpUrl, isLoopbackUrl, parseDatabaseUrl, parseMailSender, parseTrustProxy } from './config-values.js'
+import { hostEntry, isHttpUrl, isLoopbackUrl, parseDatabaseUrl, parseMailSender, parseTrustProxy, type DatabaseTarget, type MailSender, type TrustProxy } from './config-values.js'
+
+export type { DatabaseTarget, MailSender, TrustProxy }
 
 /**
  * The environment, read once, validated (every problem reported together), typed and frozen.
@@ -13,22 +15,6 @@ export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' |
 
 /** `json`: one JSON object a line (machines, production); `pretty`: human-readable (a terminal). */
 export type LogFormat = 'json' | 'pretty'
-
-/** The sender of every mail: `SMTP_FROM` as `Name <address>` or a bare address. */
-export interface MailSender {
-  name: string | null
-  address: string
-}
-
-/**
- * Which peers' `X-Forwarded-*` headers to believe: none (false), the nearest N hops, the proxies at
- * these addresses/CIDRs, or (true) every hop — which lets a client name its own address.
- */
-export type TrustProxy = boolean | number | readonly string[]
-
-export type DatabaseTarget =
-  | { dialect: 'sqlite'; path: string; url: string }
-  | { dialect: 'postgresql'; url: string }
 
 export interface Config {
   port: number

@@ -1,8 +1,7 @@
 import type { FastifyRequest } from 'fastify'
-import type { UserRow } from '../db/repositories/users.js'
+import type { UserRow, UsersRepository } from '../db/repositories/users.js'
 import type { UserCaller } from './caller.js'
 import { errors } from '../http/errors.js'
-import type { Services } from '../services.js'
 
 /** The caller, who must be a user (every session or dual route guarantees it). */
 export function userCaller(request: FastifyRequest): UserCaller {
@@ -12,9 +11,9 @@ export function userCaller(request: FastifyRequest): UserCaller {
 }
 
 /** The calling user's row: carried by the credential check when it loaded it, else read once. */
-export async function currentUser(request: FastifyRequest, services: Services): Promise<UserRow> {
+export async function currentUser(request: FastifyRequest, users: Pick<UsersRepository, 'findById'>): Promise<UserRow> {
   const caller = userCaller(request)
-  const user = caller.user ?? (await services.users.findById(caller.userId))
+  const user = caller.user ?? (await users.findById(caller.userId))
   if (user === undefined) throw errors.unauthorized()
   return user
 }

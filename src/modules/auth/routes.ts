@@ -86,7 +86,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (a
       body: ChangePasswordBody, response: { 200: Message },
     },
   }, async (request) => {
-    const user = await currentUser(request, app.services)
+    const user = await currentUser(request, app.services.users)
     const caller = request.caller!
     await app.services.accounts.changePassword(user, caller.kind === 'user' ? caller.credentialId : '', request.body.current_password, request.body.new_password, { ip: request.ip })
     return { success: true as const, message: 'Password changed.' }
@@ -96,7 +96,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (a
     config: { auth: policy.session() },
     schema: { tags, summary: 'Update the username or names', body: ProfileBody, response: { 200: UserEnvelope } },
   }, async (request) => {
-    const user = await app.services.accounts.updateProfile(await currentUser(request, app.services), request.body)
+    const user = await app.services.accounts.updateProfile(await currentUser(request, app.services.users), request.body)
     return { success: true as const, message: 'Profile updated.', data: { user: userView(user) } }
   })
 }

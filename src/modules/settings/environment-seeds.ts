@@ -1,5 +1,10 @@
 import type { Config } from '../../config.js'
-import type { SettingChange } from './service.js'
+
+/** One setting to write: its key and the value as given (checked against the definition on write). */
+export interface SettingChange {
+  key: string
+  value: unknown
+}
 
 /**
  * SMTP_URL, SMTP_FROM and PROVIDER_OAUTH_CLIENT_ID/SECRET configure a deployment without a click.

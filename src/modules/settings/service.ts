@@ -15,7 +15,9 @@ import {
   type SettingGroup,
   type SettingPrimitive,
 } from './definitions.js'
-import { environmentSeeds } from './environment-seeds.js'
+import { environmentSeeds, type SettingChange } from './environment-seeds.js'
+
+export type { SettingChange }
 
 /**
  * How stale a cached value may be. Another instance's change is seen within this bound plus
@@ -36,11 +38,6 @@ export interface SettingView {
   /** False for a secret stored under another ENCRYPTION_SECRET: it reads as its default meanwhile. */
   readable: boolean
   updated_at: Date
-}
-
-export interface SettingChange {
-  key: string
-  value: unknown
 }
 
 interface CachedValue {

@@ -24,13 +24,13 @@ export const meRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/api/users/me', {
     config: { auth: policy.dual('user:read') },
     schema: { tags, summary: "The caller's profile", response: { 200: Ok(UserView) } },
-  }, async (request) => ({ success: true as const, data: userView(await currentUser(request, app.services)) }))
+  }, async (request) => ({ success: true as const, data: userView(await currentUser(request, app.services.users)) }))
 
   app.get('/api/users/me/account', {
     config: { auth: policy.dual('account:read') },
     schema: { tags, summary: "The caller's role, permissions and account facts", response: { 200: Account } },
   }, async (request) => {
-    const user = await currentUser(request, app.services)
+    const user = await currentUser(request, app.services.users)
     return {
       success: true as const,
       data: {

@@ -39,7 +39,7 @@ export const discoveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
       response: { 200: UserinfoAnswer },
     },
   }, async (request) => {
-    return { success: true as const, ...userinfo(await currentUser(request, app.services)) }
+    return { success: true as const, ...userinfo(await currentUser(request, app.services.users)) }
   })
 
   app.post('/api/oauth2/register', {
