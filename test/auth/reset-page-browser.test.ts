@@ -1,6 +1,6 @@
 /**
  * One end-to-end run of the backend's password reset page in a real headless Chromium (Debian's
- * `chromium`, driven by playwright-core), as test/oauth/consent-browser.test.ts does for the
+ * `chromium`, driven by playwright-core), as test/oauth/browser-paths.test.ts does for the
  * consent page. PUBLIC_URL says `localhost` while the server listens on 127.0.0.1, and the browser
  * opens the mailed link at the address the log shows (127.0.0.1): the form's post then carries
  * `Origin: http://127.0.0.1:<port>`, which must count as this service's own. No CSP report may

@@ -1,6 +1,6 @@
 /**
  * Shared pieces of the OAuth end-to-end tests (test/oauth/cli-flow.test.ts and
- * test/oauth/consent-browser.test.ts): a real listening app whose PUBLIC_URL (the issuer) is its own
+ * test/oauth/browser-paths.test.ts): a real listening app whose PUBLIC_URL (the issuer) is its own
  * address, the command-line client as oauth4webapi sees it, form POSTs through the cookie jar of
  * test/helpers/browser.ts, and a small reader for the consent page's HTML forms.
  */

@@ -11,6 +11,21 @@ import { describeScopes } from '../scopes.js'
 import { sendPage } from '../../http/pages.js'
 import { describeValidation, failPage, isForm, optionalSession, START_AGAIN, wantsJson } from './shared.js'
 
+/**
+ * The CSP form-action sources a sign-in or consent page needs besides its own origin. Browsers
+ * check form-action on every redirect that follows a form submission (CSP Level 3, "navigation
+ * request" checks), not only on the form's own action: the consent form ends in a 302 to the
+ * client's redirect URI, and so does the sign-in form of a user whose approval is remembered
+ * (303 to the consent page, then 302 to the client). Without the redirect URI's origin the
+ * browser stops on the page and the code issued for the client is lost. A CSP host source cannot
+ * spell an IPv6 literal (`http://[::1]:8976` is dropped as invalid), so for such a host only its
+ * scheme can be named.
+ */
+function redirectFormTargets(redirectUri: string): string[] {
+  const url = new URL(redirectUri)
+  return [url.hostname.startsWith('[') ? url.protocol : url.origin]
+}
+
 /** What the browser sees — the authorization endpoint, sign-in and consent. */
 export const browserRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const oauth = () => app.services.oauth
@@ -62,7 +77,11 @@ export const browserRoutes: FastifyPluginAsyncTypebox = async (app) => {
       description: 'HTML by default: a sign-in form when the browser has no session, else the client, the scopes in plain words, a team choice and ' +
         'Approve / Deny, under a strict Content-Security-Policy. A client known only by its metadata document is marked as not registered with ' +
         'this service, with the host its details come from. With `Accept: application/json`, the same details for a separate frontend. ' +
-        'A signed-in browser binds the request to its session; a remembered consent redirects straight to the client with a code.',
+        'A signed-in browser binds the request to its session; a remembered consent redirects straight to the client with a code. ' +
+        'Both pages (the sign-in page also when sent again after a failed attempt) allow form submissions to continue to the origin of ' +
+        'the request\'s redirect URI (CSP `form-action \'self\' <origin>`): browsers check form-action on every redirect after a form post, ' +
+        'and the sign-in of a user whose approval is remembered ends, through this page, in the redirect to the client. A CSP source cannot ' +
+        'name an IPv6 literal, so for a redirect URI on `[::1]` its scheme (`http:`) is allowed instead.',
       querystring: ConsentQuery,
       response: { 200: ConsentDetails, 302: Redirect },
     },
@@ -86,15 +105,17 @@ export const browserRoutes: FastifyPluginAsyncTypebox = async (app) => {
         },
       }
     }
+    const formTargets = redirectFormTargets(view.request.redirectUri)
     if (session === null || csrfToken === null) {
-      return sendPage(reply, 200, signInPage({ clientName: client.name, documentHost: client.documentHost, requestId, providerHref: await providerHref(requestId) }))
+      const page = signInPage({ clientName: client.name, documentHost: client.documentHost, requestId, providerHref: await providerHref(requestId) })
+      return sendPage(reply, 200, page, formTargets)
     }
     const remembered = await oauth().consent.remembered(view.request, session)
     if (remembered !== null) return reply.redirect(remembered, 302)
     return sendPage(reply, 200, consentPage({
       clientName: client.name, clientId: client.id, clientHost: clientHost(client), documentHost: client.documentHost,
       requestId, csrfToken, username: session.user.username, scopes, teams,
-    }), [new URL(view.request.redirectUri).origin])
+    }), formTargets)
   })
 
   app.post('/api/oauth2/consent', {
@@ -143,8 +164,11 @@ export const browserRoutes: FastifyPluginAsyncTypebox = async (app) => {
       throw new AppError(403, 'FORBIDDEN', `Cross-site sign-in refused: the form was sent from ${origin}, which is not this service.`, { origin })
     }
     let client: OAuthClient
+    let formTargets: string[]
     try {
-      client = (await oauth().consent.view(requestId, null)).client
+      const { client: found, request: pending } = await oauth().consent.view(requestId, null)
+      client = found
+      formTargets = redirectFormTargets(pending.redirectUri)
     } catch (error) {
       return failPage(request, reply, error)
     }
@@ -157,7 +181,7 @@ export const browserRoutes: FastifyPluginAsyncTypebox = async (app) => {
       if (error.headers) reply.headers(error.headers)
       return sendPage(reply, error.statusCode, signInPage({
         clientName: client.name, documentHost: client.documentHost, requestId, error: error.message, login, providerHref: await providerHref(requestId),
-      }))
+      }), formTargets)
     }
     return reply.redirect(`/api/oauth2/consent?request_id=${encodeURIComponent(requestId)}`, 303)
   })
