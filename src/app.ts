@@ -4,6 +4,7 @@ import Fastify, { type FastifyInstance, type FastifyPluginAsync, type FastifySer
 import { authorize } from './auth/authorize.js'
 import { DEFAULT_LIMITS, type AbuseLimits } from './auth/limits.js'
 import { limiters, registerRateLimits } from './http/rate-limits.js'
+import { accountPageRoutes } from './modules/auth/account-pages.js'
 import { authRoutes } from './modules/auth/routes.js'
 import { providerLoginRoutes } from './modules/provider-login/routes.js'
 import { oauthRoutes } from './oauth2/routes/index.js'
@@ -35,10 +36,12 @@ import { timeoutOptions } from './http/timeouts.js'
 import { trustProxyOption } from './http/trust-proxy.js'
 import { installValidators } from './http/validation.js'
 import { systemClock, type Clock } from './lib/clock.js'
+import { deriveKey } from './lib/keys.js'
 import { mailRoutes } from './modules/mail/routes.js'
 import { observeRequests } from './modules/metrics/requests.js'
 import { metricsRoutes } from './modules/metrics/routes.js'
 import { Metrics } from './modules/metrics/service.js'
+import { landingRoutes } from './modules/system/landing-routes.js'
 import { systemRoutes } from './modules/system/routes.js'
 import { categoryRoutes } from './modules/catalogue/categories-routes.js'
 import { serverRoutes } from './modules/catalogue/servers-routes.js'
@@ -192,10 +195,12 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
 
   try {
     await app.register(systemRoutes, { lifecycle })
+    await app.register(landingRoutes, { lifecycle })
     await app.register(metricsRoutes, { metrics })
     await app.register(mailRoutes)
     await registerDocumentation(app, lifecycle, config)
     await app.register(authRoutes, { origins: trustedOrigins(config) })
+    await app.register(accountPageRoutes, { origins: trustedOrigins(config), formKey: deriveKey(config.encryptionSecret, 'form-csrf') })
     await app.register(providerLoginRoutes)
     await app.register(oauthRoutes)
     await app.register(meRoutes)

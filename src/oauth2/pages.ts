@@ -22,9 +22,11 @@ export interface SignInPage {
   login?: string
   /** Link to the provider sign-in that comes back to this page, when provider login is on. */
   providerHref?: string
+  /** Link to the forgot-password page, while mail goes out. */
+  forgotHref?: string
 }
 
-export function signInPage({ clientName, documentHost, requestId, error, login = '', providerHref }: SignInPage): string {
+export function signInPage({ clientName, documentHost, requestId, error, login = '', providerHref, forgotHref }: SignInPage): string {
   return layout('Sign in', `<h1>Sign in to continue to ${escapeHtml(clientName)}</h1>
 ${documentNotice(documentHost)}${error === undefined ? '' : `<p class="error" role="alert">${escapeHtml(error)}</p>`}
 <form method="post" action="/api/oauth2/consent/login">
@@ -35,7 +37,7 @@ ${documentNotice(documentHost)}${error === undefined ? '' : `<p class="error" ro
 <input id="password" name="password" type="password" autocomplete="current-password" required>
 <div class="actions"><button class="primary" type="submit">Sign in</button></div>
 </form>
-${providerHref === undefined ? '' : `<div class="actions"><a class="button" href="${escapeHtml(providerHref)}">Sign in with GitHub</a></div>`}`)
+${providerHref === undefined ? '' : `<div class="actions"><a class="button" href="${escapeHtml(providerHref)}">Sign in with GitHub</a></div>`}${forgotHref === undefined ? '' : `\n<p class="muted"><a href="${escapeHtml(forgotHref)}">Forgot password?</a></p>`}`)
 }
 
 export interface ConsentPage {

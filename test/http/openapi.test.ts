@@ -261,7 +261,9 @@ describe.each(DIALECTS)('OpenAPI contract on %s', (dialect) => {
       const redirectOnly = success.length === 0 && responses.some(([status]) => status === '302' || status === '303')
       // The Prometheus scrape target answers in Prometheus's own text format, and must say so.
       const exposition = name === 'GET /api/metrics' && success.some(([, response]) => Object.keys(response.content ?? {}).some((type) => type.startsWith('text/plain; version=0.0.4')))
-      if (jsonSuccess.length === 0 && !redirectOnly && !exposition) fail('no 2xx response with a JSON schema')
+      // The backend's own account pages (sign-in, forgot password) answer HTML to a browser and must say so.
+      const htmlPage = success.some(([, response]) => Object.keys(response.content ?? {}).some((type) => type.startsWith('text/html')))
+      if (jsonSuccess.length === 0 && !redirectOnly && !exposition && !htmlPage) fail('no 2xx response with a JSON schema')
       // The MCP Registry's formats (the sub-registry API, the server.json export) answer bare documents on success.
       const registryFormat = name.includes(' /api/registry/') || name.endsWith('/server.json')
       for (const schema of registryFormat ? [] : jsonSuccess) {

@@ -7,6 +7,7 @@ import { prefersHtml, sendPage } from '../../http/pages.js'
 import { randomToken, sameSecret } from '../../lib/tokens.js'
 import { userView } from '../users/view.js'
 import { RESET_LIFETIME_MS } from './email-flows.js'
+import { FORGOT_PASSWORD_LINK, RESEND_VERIFICATION_LINK, SIGN_IN_LINK } from './page-links.js'
 import { emailVerifiedPage, passwordChangedPage, resetPasswordPage } from './pages.js'
 import { Message, ResetBody, ResetLinkState, TokenQuery, UserEnvelope } from './schemas.js'
 import { isoTime } from '../../lib/iso-time.js'
@@ -20,8 +21,11 @@ const RESET_PATH = '/api/auth/email/reset-password'
  */
 const FORM_COOKIE = 'reset_form'
 const NONCE = /^[A-Za-z0-9_-]{43}$/
-const VERIFY_HINT = 'If your address still needs verifying, ask for a new verification mail.'
-const RESET_HINT = 'Ask for a new password reset mail if you still need to change your password.'
+const VERIFY_HINT = 'If your address is verified, sign in; if it still needs verifying, ask for a new verification mail.'
+const RESET_HINT = 'Ask for a new password reset mail if you still need to change your password, or sign in.'
+/** The refusal pages' hints name these pages; they are a click away. */
+const VERIFY_LINKS = [SIGN_IN_LINK, RESEND_VERIFICATION_LINK]
+const RESET_LINKS = [FORGOT_PASSWORD_LINK, SIGN_IN_LINK]
 
 const isForm = (request: FastifyRequest): boolean =>
   request.headers['content-type']?.startsWith('application/x-www-form-urlencoded') === true
@@ -44,7 +48,7 @@ export const emailLinkRoutes: FastifyPluginAsyncTypebox<{ origins: ReadonlySet<s
   }
 
   app.get('/api/auth/email/verify', {
-    config: { auth: policy.public(), htmlRefusals: { hint: VERIFY_HINT } },
+    config: { auth: policy.public(), htmlRefusals: { hint: VERIFY_HINT, links: VERIFY_LINKS } },
     schema: {
       tags, summary: 'Verify an email address (single-use link, 24 hours)',
       description: 'The link of the verification mail when `global.page_url` is empty. Opening it verifies the address at once. ' +
@@ -59,7 +63,7 @@ export const emailLinkRoutes: FastifyPluginAsyncTypebox<{ origins: ReadonlySet<s
   })
 
   app.get(RESET_PATH, {
-    config: { auth: policy.public(), htmlRefusals: { hint: RESET_HINT } },
+    config: { auth: policy.public(), htmlRefusals: { hint: RESET_HINT, links: RESET_LINKS } },
     schema: {
       tags, summary: 'Check a password reset link; for a browser, the reset form',
       description: 'The link of the reset mail when `global.page_url` is empty. It does not use the link up. A browser (`Accept` preferring ' +
@@ -76,7 +80,7 @@ export const emailLinkRoutes: FastifyPluginAsyncTypebox<{ origins: ReadonlySet<s
   })
 
   app.post(RESET_PATH, {
-    config: { auth: policy.public(), limit: 'loginOrRegister', htmlRefusals: { hint: RESET_HINT } },
+    config: { auth: policy.public(), limit: 'loginOrRegister', htmlRefusals: { hint: RESET_HINT, links: RESET_LINKS } },
     schema: {
       tags, summary: 'Set a new password with a reset token',
       description: 'JSON, or the reset page\'s form (form-encoded, with its `csrf_token`; an `Origin`, when sent, must be this service\'s own). ' +

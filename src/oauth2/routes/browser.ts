@@ -6,6 +6,7 @@ import type { SessionCaller } from '../../auth/sessions.js'
 import { AppError } from '../../http/errors.js'
 import { clientHost, type OAuthClient } from '../clients.js'
 import { consentPage, signInPage } from '../pages.js'
+import { forgotPasswordHref } from '../../modules/auth/page-links.js'
 import { AuthorizeQuery, ConsentBody, ConsentDetails, ConsentLoginBody, ConsentQuery, DecisionAnswer, Redirect, tags } from '../schemas.js'
 import { describeScopes } from '../scopes.js'
 import { sendPage } from '../../http/pages.js'
@@ -107,7 +108,7 @@ export const browserRoutes: FastifyPluginAsyncTypebox = async (app) => {
     }
     const formTargets = redirectFormTargets(view.request.redirectUri)
     if (session === null || csrfToken === null) {
-      const page = signInPage({ clientName: client.name, documentHost: client.documentHost, requestId, providerHref: await providerHref(requestId) })
+      const page = signInPage({ clientName: client.name, documentHost: client.documentHost, requestId, providerHref: await providerHref(requestId), forgotHref: await forgotPasswordHref(app.services.mail) })
       return sendPage(reply, 200, page, formTargets)
     }
     const remembered = await oauth().consent.remembered(view.request, session)
@@ -181,6 +182,7 @@ export const browserRoutes: FastifyPluginAsyncTypebox = async (app) => {
       if (error.headers) reply.headers(error.headers)
       return sendPage(reply, error.statusCode, signInPage({
         clientName: client.name, documentHost: client.documentHost, requestId, error: error.message, login, providerHref: await providerHref(requestId),
+        forgotHref: await forgotPasswordHref(app.services.mail),
       }), formTargets)
     }
     return reply.redirect(`/api/oauth2/consent?request_id=${encodeURIComponent(requestId)}`, 303)
