@@ -32,12 +32,15 @@ export async function registerOpenApi(app: FastifyInstance, config: Config, plug
           'payloads sit under `data`, errors carry a stable `code` (see the README for the table). Every answer carries ' +
           '`X-Request-Id`.\n\nBad input is a 4xx, never a 5xx: malformed JSON → 400 `INVALID_JSON`; JSON nesting objects and arrays more than ' +
           '64 levels deep → 400 `JSON_TOO_DEEP` (refused before parsing); a schema failure, unknown ' +
-          'body or query properties, a NUL character or an unpaired UTF-16 surrogate in any string (body, query or path), a ' +
+          'body or query properties, a null (or any non-object) item in an array of objects, a NUL character or an unpaired UTF-16 ' +
+          'surrogate in any string (body, query or path), a ' +
           'non-finite number, or a path parameter over 1 000 characters → 400 `VALIDATION_ERROR` with `details: [{field, message, in}]`; ' +
           'a malformed percent-encoding in the path → 400 `INVALID_URL`; a body over 1 MiB → 413 `PAYLOAD_TOO_LARGE`; a body ' +
           'that is not JSON → 415 `UNSUPPORTED_MEDIA_TYPE`; a request line and headers over 16 KiB → 431 `HEADERS_TOO_LARGE`; a request ' +
           'that does not arrive whole in time (30 s by default, headers 10 s) → 408 `REQUEST_TIMEOUT` and the connection closed. ' +
-          'Lists take `limit` 1–100 (default 20) and `offset` 0–1 000 000 (default 0). An unknown path → 404 `NOT_FOUND`; a ' +
+          'Lists take `limit` 1–100 (default 20) and `offset` 0–1 000 000 (default 0). An integer in a query string or path is ' +
+          'written in decimal digits, with an optional leading `-`: `0x10`, `1e1`, `+5`, ` 5`, `5.0`, `0b1` or an empty value → 400 ' +
+          '`VALIDATION_ERROR` naming the parameter. An unknown path → 404 `NOT_FOUND`; a ' +
           'known path with a method it does not serve → 405 `METHOD_NOT_ALLOWED` with an `Allow` header.\n\nFor client generators: ' +
           'every operation has a unique `operationId` (the method and the path in camelCase, `list…` for a paginated GET: ' +
           '`getUsersMe`, `listMcpServers`; a plugin\'s start with its id), and `ErrorResponse.code` lists every code the ' +

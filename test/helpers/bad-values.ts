@@ -55,6 +55,27 @@ export const BAD_QUERY_VALUES: Record<string, string> = {
   'unicode': '%F0%9F%98%80%E2%80%AE%D7%A9%D7%9C%D7%95%D7%9D',
   'invalid UTF-8 (lone surrogate)': '%ED%A0%80',
   'malformed %ZZ': '%ZZ',
+  // Notations JavaScript's Number() reads as integers, which an integer parameter must refuse.
+  '0x10': '0x10',
+  '0b1': '0b1',
+  '0o7': '0o7',
+  '1e1': '1e1',
+  '5.0': '5.0',
+  '+5': '%2B5',
+  'leading space': '%205',
+  'trailing space': '5%20',
+}
+
+/** Text that spells an integer in decimal digits, optionally after a minus sign (already decoded). */
+export const isDecimalInteger = (text: string): boolean => /^-?[0-9]+$/.test(text)
+
+/** A query or path value as the service reads it; null when its percent-encoding is malformed. */
+export function decoded(encoded: string): string | null {
+  try {
+    return decodeURIComponent(encoded)
+  } catch {
+    return null
+  }
 }
 
 /** Path-parameter values, already percent-encoded where needed. */
@@ -82,7 +103,8 @@ export const BAD_FORM_VALUES: Record<string, string> = {
   'empty': '',
 }
 
-const typesOf = (schema: Schema): string[] => {
+/** The JSON types a schema admits, through unions and enums; empty when it does not say. */
+export const typesOf = (schema: Schema): string[] => {
   if (Array.isArray(schema.type)) return schema.type
   if (typeof schema.type === 'string') return [schema.type]
   const branches = schema.anyOf ?? schema.oneOf ?? schema.allOf
@@ -93,6 +115,13 @@ const typesOf = (schema: Schema): string[] => {
 
 export const acceptsText = (schema: Schema): boolean => typesOf(schema).includes('string')
 export const acceptsNumber = (schema: Schema): boolean => typesOf(schema).some((type) => type === 'number' || type === 'integer')
+export const acceptsNull = (schema: Schema): boolean => schema.nullable === true || typesOf(schema).includes('null')
+
+/** Whether a field or parameter takes integers and nothing else (null aside). */
+export function integersOnly(schema: Schema): boolean {
+  const types = typesOf(schema).filter((type) => type !== 'null')
+  return types.length > 0 && types.every((type) => type === 'integer')
+}
 
 /** Values of a JSON type the field does not take: a mismatching scalar, an object, null. */
 export function wrongTypes(schema: Schema): Array<[string, unknown]> {

@@ -1,6 +1,6 @@
 import {
-  acceptsNumber, acceptsText, BAD_FORM_VALUES, BAD_NUMBERS, BAD_PATH_VALUES, BAD_QUERY_VALUES, BAD_TEXT, exampleObject, exampleOf,
-  LONG_TEXT, RawJson, toJson, wrongTypes,
+  acceptsNull, acceptsNumber, acceptsText, BAD_FORM_VALUES, BAD_NUMBERS, BAD_PATH_VALUES, BAD_QUERY_VALUES, BAD_TEXT, decoded, exampleObject,
+  exampleOf, integersOnly, isDecimalInteger, LONG_TEXT, RawJson, toJson, typesOf, wrongTypes,
 } from './bad-values.js'
 import { parametersIn, resolveRef, type DocumentedOperation, type OpenApiDocument, type Parameter, type Schema } from './openapi-document.js'
 
@@ -16,6 +16,8 @@ export interface SweepCase {
   url: string
   headers: Record<string, string>
   payload?: string
+  /** Input no schema of the operation admits: it must be refused with a 4xx, not merely not crash. */
+  refuse?: boolean
 }
 
 export interface CaseOptions {
@@ -85,9 +87,15 @@ function baseBody(body: Schema, resolve: (schema: Schema) => Schema, known: Know
   return base
 }
 
-function jsonBodyCases(body: Schema, resolve: (schema: Schema) => Schema, known: Known): Array<[string, string]> {
+/** A label, a body, and whether the body must be refused. */
+type BodyCase = [string, unknown, boolean?]
+
+/** Whether an array's items refuse null: they have a type, and null is not among them. */
+const itemsRefuseNull = (items: Schema): boolean => typesOf(items).length > 0 && !acceptsNull(items)
+
+function jsonBodyCases(body: Schema, resolve: (schema: Schema) => Schema, known: Known): Array<[string, string, boolean]> {
   const base = baseBody(body, resolve, known)
-  const cases: Array<[string, unknown]> = [
+  const cases: BodyCase[] = [
     ['valid-looking body', base],
     ['every field', { ...exampleObject(body, resolve, true), ...base }],
     ['an unknown field', { ...base, sweep_unknown: 1 }],
@@ -108,10 +116,12 @@ function jsonBodyCases(body: Schema, resolve: (schema: Schema) => Schema, known:
     if (acceptsNumber(field.schema)) for (const [label, value] of Object.entries(BAD_NUMBERS)) cases.push([`${name} = ${label}`, set(value)])
     if (field.schema.type === 'array') {
       cases.push([`${name} empty`, set([])])
+      // A null where an item (an object, most often) belongs: a handler reading its fields would crash.
+      cases.push([`${name} holding null`, set([null]), itemsRefuseNull(resolve(field.schema.items ?? {}))])
       cases.push([`${name} of 1 000 items`, set(Array.from({ length: 1000 }, () => (Array.isArray(valid) ? valid[0] : 'sweep')))])
     }
   }
-  return cases.map(([label, value]) => [label, toJson(value)])
+  return cases.map(([label, value, refuse = false]) => [label, toJson(value), refuse])
 }
 
 const formPair = (key: string, value: string) => `${encodeURIComponent(key)}=${value}`
@@ -155,8 +165,10 @@ export function casesFor(document: OpenApiDocument, documented: DocumentedOperat
   }
   const baseUrl = urlOf(pathValues, baseQuery)
   const cases: SweepCase[] = []
-  const add = (name: string, url: string, contentType?: string, payload?: string) =>
-    cases.push({ name, url, headers: contentType === undefined ? {} : { 'content-type': contentType }, ...(payload === undefined ? {} : { payload }) })
+  const add = (name: string, url: string, contentType?: string, payload?: string, refuse = false) =>
+    cases.push({
+      name, url, headers: contentType === undefined ? {} : { 'content-type': contentType }, ...(payload === undefined ? {} : { payload }), ...(refuse ? { refuse } : {}),
+    })
 
   // Query strings: unknown and repeated parameters, then each known one with bad values.
   const withQuery = (extra: Array<[string, string]>) => urlOf(pathValues, [...baseQuery, ...extra])
@@ -166,7 +178,12 @@ export function casesFor(document: OpenApiDocument, documented: DocumentedOperat
     const others = baseQuery.filter(([name]) => name !== param.name)
     const valid = encodeURIComponent(String(queryExample(param)))
     add(`query ${param.name} repeated`, urlOf(pathValues, [...others, [param.name, valid], [param.name, valid]]))
-    for (const [label, value] of Object.entries(BAD_QUERY_VALUES)) add(`query ${param.name}=${label}`, urlOf(pathValues, [...others, [param.name, value]]))
+    // An integer parameter takes decimal digits only: `0x10`, `1e1` or ` 5` must be refused, not read as numbers.
+    const integer = integersOnly(resolve(param.schema ?? {}))
+    for (const [label, value] of Object.entries(BAD_QUERY_VALUES)) {
+      const text = decoded(value)
+      add(`query ${param.name}=${label}`, urlOf(pathValues, [...others, [param.name, value]]), undefined, undefined, integer && (text === null || !isDecimalInteger(text)))
+    }
   }
 
   // Path parameters.
@@ -194,7 +211,7 @@ export function casesFor(document: OpenApiDocument, documented: DocumentedOperat
   add('JSON sent as multipart', baseUrl, 'multipart/form-data; boundary=sweep', baseJson)
   add('JSON without a content type', baseUrl, undefined, baseJson)
   add('a 2 MiB JSON body', baseUrl, JSON_TYPE, JSON.stringify({ sweep: 'a'.repeat(TWO_MIB) }))
-  if (jsonSchema !== undefined) for (const [label, payload] of jsonBodyCases(jsonSchema, resolve, known)) add(label, baseUrl, JSON_TYPE, payload)
+  if (jsonSchema !== undefined) for (const [label, payload, refuse] of jsonBodyCases(jsonSchema, resolve, known)) add(label, baseUrl, JSON_TYPE, payload, refuse)
   if (formSchema !== undefined) for (const [label, payload] of formBodyCases(formSchema, resolve, known)) add(label, baseUrl, FORM_TYPE, payload)
   return cases
 }

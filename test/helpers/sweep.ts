@@ -7,7 +7,8 @@ import { casesFor, type CaseOptions, type SweepCase } from './sweep-cases.js'
  * credential its `security` admits, gets the cases of `sweep-cases.ts` (malformed bodies, wrong
  * types, odd text and numbers, wrong content types, bad path and query parameters). Each answer
  * must keep the HTTP conventions: no 5xx, an `X-Request-Id`, `success` in every JSON answer, and
- * the error envelope on every 4xx.
+ * the error envelope on every 4xx. Cases no schema admits (a null item in an array of objects, an
+ * integer parameter written `0x10`) must moreover be refused with a 4xx.
  */
 
 export type { SweepCase }
@@ -134,6 +135,7 @@ export async function runSweep(app: FastifyInstance, document: OpenApiDocument, 
         result.statuses[response.statusCode] = (result.statuses[response.statusCode] ?? 0) + 1
         if (SINGLE_USE.has(credential) && response.statusCode >= 200 && response.statusCode < 300) presented = await options.headersFor(credential)
         const problems = problemsOf(documented, response)
+        if (testCase.refuse === true && response.statusCode < 400) problems.push(`a ${response.statusCode} for input it must refuse`)
         if (options.validate !== undefined && response.statusCode < 300 && isJson(response) && problems.length === 0) {
           const errors = options.validate(documented, response.statusCode, JSON.parse(response.body))
           if (errors === null) problems.push(`a ${response.statusCode} the document does not declare`)
