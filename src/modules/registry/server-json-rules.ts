@@ -72,6 +72,8 @@ const Argument = byType([NamedArgument, PositionalArgument], 'A command-line arg
 const httpUrlTemplate = text({
   pattern: REMOTE_URL_PATTERN,
   'x-message': 'must be an http or https URL without spaces (variables in {braces} allowed)',
+  description: 'An http or https URL without whitespace. `{name}` segments are filled in from the remote\'s `variables` ' +
+    '(in a package transport: from the package\'s arguments and environment variables); placeholders such as `<YOUR_TOKEN>` are kept as published.',
 })
 
 const headers = Type.Optional(list(KeyValueInput))
