@@ -10,7 +10,7 @@ import type { Consent } from './consent.js'
 import { clientRedirect, issuerOf, loginEnabled, nowOf, type CallContext, type OAuthDeps } from './deps.js'
 import { isPkceValue } from './pkce.js'
 import { parseResource } from './resources.js'
-import { formatScope, isSubset, parseScope } from './scopes.js'
+import { formatScope, isSubset, MALFORMED_SCOPE, scopesOrDefault } from './scopes.js'
 
 /** The longest `state` accepted (and so echoed). */
 const MAX_STATE_LENGTH = 1024
@@ -73,9 +73,12 @@ export class AuthorizationEndpoint {
     if (query.code_challenge === undefined) return refuse('invalid_request', 'PKCE is required: send code_challenge and code_challenge_method=S256.')
     if (query.code_challenge_method !== 'S256') return refuse('invalid_request', 'code_challenge_method must be S256 (plain is not accepted).')
     if (!isPkceValue(query.code_challenge)) return refuse('invalid_request', 'code_challenge must be 43 to 128 characters of [A-Za-z0-9-._~].')
-    const scopes = query.scope === undefined ? [...client.scopes] : parseScope(query.scope)
-    if (scopes === null || scopes.length === 0 || !isSubset(scopes, client.scopes)) {
-      return refuse('invalid_scope', `The scope must be a non-empty subset of: ${formatScope(client.scopes)}.`)
+    // Names this service does not know are dropped (RFC 6749 §3.3); none known left → the client's
+    // scopes, as without `scope`. The consent page and the token answer show what was kept.
+    const scopes = scopesOrDefault(query.scope, client.scopes)
+    if (scopes === null) return refuse('invalid_scope', `${MALFORMED_SCOPE}.`)
+    if (!isSubset(scopes, client.scopes)) {
+      return refuse('invalid_scope', `The scope may name only scopes this client registered: ${formatScope(client.scopes)}.`)
     }
     const resource = query.resource === undefined ? null : parseResource(query.resource)
     if (resource === null && query.resource !== undefined) return refuse('invalid_target', 'resource must be an absolute URI without a fragment (RFC 8707).')

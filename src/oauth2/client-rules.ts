@@ -3,7 +3,7 @@ import { oauthError } from '../http/errors.js'
 import type { ClientMetadata } from './client-metadata.js'
 import { acceptableRedirectUri, CLI_CLIENT, GRANT_TYPES, type GrantType } from './clients.js'
 import { invalidClientMetadata } from './errors.js'
-import { parseScope } from './scopes.js'
+import { MALFORMED_SCOPE, scopesOrDefault } from './scopes.js'
 
 /** A client's metadata as RFC 7591 §2 names it: a registration body, or a Client ID Metadata Document. */
 export interface ClientDescription extends ClientMetadata {
@@ -41,8 +41,10 @@ export function settleClient(body: ClientDescription): SettledClient {
   if (grantTypes.some((type) => !GRANT_TYPES.includes(type as GrantType)) || !grantTypes.includes('authorization_code')) {
     throw invalidClientMetadata('grant_types must include authorization_code and may add refresh_token.')
   }
-  const scopes = body.scope === undefined ? [...SCOPES] : parseScope(body.scope)
-  if (scopes === null || scopes.length === 0) throw invalidClientMetadata('scope names an unknown scope.')
+  // RFC 7591 §3.2.1 lets the server replace requested metadata: the client keeps the scopes this
+  // service knows, and one that names none of them gets every scope, as without `scope`.
+  const scopes = scopesOrDefault(body.scope, SCOPES)
+  if (scopes === null) throw invalidClientMetadata(`${MALFORMED_SCOPE}.`)
   return { redirectUris: [...new Set(body.redirect_uris)], grantTypes: grantTypes as GrantType[], scopes }
 }
 

@@ -23,7 +23,10 @@ export const AuthorizeQuery = Type.Object({
   response_type: text(64, 'Must be `code`.'),
   client_id: text(256),
   redirect_uri: text(2048, 'Exactly one of the client\'s registered redirect URIs.'),
-  scope: text(1024, 'Space-separated; defaults to every scope the client may ask for.'),
+  scope: text(1024, 'Space-separated; defaults to every scope the client registered. Names this service does not know are ignored ' +
+    '(RFC 6749 §3.3: MCP clients send a resource\'s own scopes); when no known one is left, the default applies. A known scope the client ' +
+    'did not register, or a name with characters outside RFC 6749\'s scope-token (`"`, `\\`, controls, non-ASCII) → `invalid_scope`. ' +
+    'The consent page and the token answer\'s `scope` show exactly what was kept.'),
   state: text(1024, 'Optional (PKCE protects the request, RFC 9700 §2.1.1); echoed in the redirect when sent.'),
   code_challenge: text(1024, 'BASE64URL(SHA-256(code_verifier)); 43–128 characters, else an invalid_request redirect.'),
   code_challenge_method: text(16, 'Must be `S256`; `plain` is refused.'),
@@ -40,7 +43,8 @@ export const TokenBody = Type.Object({
   redirect_uri: text(2048),
   code_verifier: text(256),
   refresh_token: text(256),
-  scope: text(1024, 'refresh_token grant only: may narrow the granted scope, never widen it.'),
+  scope: text(1024, 'refresh_token grant only: may narrow the granted scope, never widen it (else `invalid_scope`). Names this service ' +
+    'does not know are ignored; when no known one is left, the granted scope is kept. A malformed name → `invalid_scope`.'),
   resource: text(2048, 'RFC 8707: when sent, the resource the authorization was bound to (else `invalid_target`).'),
 }, IGNORES_UNKNOWN)
 
@@ -110,7 +114,9 @@ const WebUrl = Type.String({ maxLength: 2048, format: 'uri', pattern: '^[Hh][Tt]
 export const RegisterBody = Type.Object({
   redirect_uris: Type.Array(Type.String({ minLength: 1, maxLength: 2048 }), { minItems: 1, maxItems: 10 }),
   client_name: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
-  scope: text(1024),
+  scope: text(1024, 'Space-separated. The client keeps the scopes this service knows; other names are dropped (RFC 7591 §3.2.1), and ' +
+    'when none known is left (or `scope` is absent) it gets every scope. The answer\'s `scope` is what was registered. A malformed name → ' +
+    '`invalid_client_metadata`.'),
   grant_types: Type.Optional(Type.Array(Type.String({ maxLength: 64 }), { maxItems: 5 })),
   response_types: Type.Optional(Type.Array(Type.String({ maxLength: 64 }), { maxItems: 5 })),
   token_endpoint_auth_method: text(64, 'Every client is public and uses PKCE: any other method asked for is answered with `none`.'),

@@ -493,7 +493,7 @@ describe.each(DIALECTS)('MCP clients on %s', (dialect) => {
       ['code_challenge_method=plain', 'invalid_request', { code_challenge_method: 'plain' }],
       ['a malformed code_challenge', 'invalid_request', { code_challenge: 'not a challenge!' }],
       ['a code_challenge of 42 characters', 'invalid_request', { code_challenge: 'a'.repeat(42) }],
-      ['an unknown scope', 'invalid_scope', { scope: 'user:read admin:everything' }],
+      ['a malformed scope (a backslash)', 'invalid_scope', { scope: 'user:read admin\\all' }],
     ] as Array<[string, string, AuthorizeParams]>)('%s → 302 %s with error_description, state and iss', async (_, error, overrides) => {
       const before = await count('oauth_requests')
       for (const headers of [{}, { accept: 'application/json' }] as Array<Record<string, string>>) {

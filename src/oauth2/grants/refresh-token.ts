@@ -2,7 +2,7 @@ import type { Scope } from '../../auth/policies.js'
 import type { OAuthClient } from '../clients.js'
 import { nowOf, type CallContext, type OAuthDeps } from '../deps.js'
 import { invalidGrant, invalidRequest, invalidScope } from '../errors.js'
-import { isSubset, parseScope } from '../scopes.js'
+import { isSubset, MALFORMED_SCOPE, scopesOrDefault } from '../scopes.js'
 import { checkResource } from '../resources.js'
 import { teamStillHeld } from '../team-binding.js'
 import type { TokenResponse, Tokens } from '../tokens.js'
@@ -33,15 +33,12 @@ export async function refreshTokenGrant(deps: OAuthDeps, tokens: Tokens, body: R
   if (!(await teamStillHeld(deps, grant.userId, grant.teamId))) return tokens.endForLostTeam(grant, context)
   // RFC 8707 §2.2: a refresh keeps the resource (one per grant here, so narrowing means keeping it).
   checkResource(body.resource, grant, tokens.backend)
-  let scopes = grant.scope.split(' ') as Scope[]
-  if (body.scope !== undefined) {
-    const requested = parseScope(body.scope)
-    // RFC 6749 §6: a refresh may narrow the original grant, never widen it.
-    if (requested === null || requested.length === 0 || !isSubset(requested, scopes)) {
-      throw invalidScope(`The scope may only narrow the granted one: ${grant.scope}.`)
-    }
-    scopes = requested
-  }
+  // Unknown names are dropped, and a scope naming none known keeps the grant's (RFC 6749 §3.3);
+  // the answer's `scope` says what the new tokens carry.
+  const scopes = scopesOrDefault(body.scope, grant.scope.split(' ') as Scope[])
+  if (scopes === null) throw invalidScope(`${MALFORMED_SCOPE}.`)
+  // RFC 6749 §6: a refresh may narrow the original grant, never widen it.
+  if (!isSubset(scopes, grant.scope.split(' '))) throw invalidScope(`The scope may only narrow the granted one: ${grant.scope}.`)
   const issued = await database.transaction(async (tx) => {
     const txRepository = repository.with(tx)
     if ((await txRepository.spendRefresh(tokenDigest, now)) === undefined) return null

@@ -49,7 +49,10 @@ export const discoveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
       tags, summary: 'Register a public client (RFC 7591)',
       description: 'JSON. Clients are public and PKCE-only; redirect URIs must be https, or http on a loopback host (localhost, 127.0.0.1, [::1]), ' +
         'without a fragment (else `invalid_redirect_uri`). Other bad metadata → `invalid_client_metadata`, a `client_name` imitating the CLI\'s own ' +
-        '("Service Gateway CLI", whatever the case, spacing or punctuation) included. Rate-limited per IP.',
+        '("Service Gateway CLI", whatever the case, spacing or punctuation) included. `scope` keeps the scopes this service knows and drops the rest ' +
+        '(RFC 7591 §3.2.1; MCP clients copy a resource\'s own `scopes_supported` here); with none known left, or none sent, the client gets every scope. ' +
+        'The answer\'s `scope` is what was registered; a malformed scope (characters outside RFC 6749 §3.3 scope-token) → `invalid_client_metadata`. ' +
+        'Rate-limited per IP.',
       body: RegisterBody,
       response: { 201: RegisterAnswer },
     },

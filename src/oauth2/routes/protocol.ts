@@ -23,7 +23,9 @@ export const protocolRoutes: FastifyPluginAsyncTypebox = async (app) => {
     schema: {
       tags, summary: 'Token endpoint: authorization code or refresh token grant',
       description: 'Form-encoded or JSON. `grant_type=authorization_code` needs `code, redirect_uri, client_id, code_verifier`; ' +
-        '`grant_type=refresh_token` needs `refresh_token, client_id` and may narrow `scope`. Refresh tokens rotate: presenting a used one ' +
+        '`grant_type=refresh_token` needs `refresh_token, client_id` and may narrow `scope` (unknown names ignored, RFC 6749 §3.3; none known left → ' +
+        'the granted scope; wider or malformed → `invalid_scope`). The answer\'s `scope` is always exactly what the tokens carry: the scopes kept at ' +
+        'authorization (unknown ones dropped there too) or by the refresh. Refresh tokens rotate: presenting a used one ' +
         'revokes every token of its authorization. A code used twice revokes the tokens issued from it. A grant whose user is no longer a member of ' +
         'its team answers `invalid_grant` and is revoked. Errors per RFC 6749 §5.2 ' +
         '(`invalid_request`, `invalid_client` 401, `invalid_grant`, `unauthorized_client`, `unsupported_grant_type`, `invalid_scope`); ' +
