@@ -88,7 +88,7 @@ function olderPackage(value: unknown): unknown {
 function remote(value: unknown): unknown {
   if (!isObject(value)) return value
   const out = transport(value) as Json
-  if ((out.type === undefined || out.type === '') && typeof out.url === 'string') out.type = transportOfUrl(out.url)
+  if (out.type === '' && typeof out.url === 'string') out.type = transportOfUrl(out.url)
   if (isObject(out.variables)) out.variables = Object.fromEntries(Object.entries(out.variables).map(([key, each]) => [key, input(each)]))
   return out
 }
