@@ -83,8 +83,8 @@ describe.skipIf(!mustRun)('the account pages in headless Chromium', () => {
 
       context = await chromiumBrowser!.newContext()
       // Reports a violation even when the browser would not log one; the pages themselves run no script.
-      await context.addInitScript(() => {
-        document.addEventListener('securitypolicyviolation', (event) => console.error(`CSP violation: ${event.violatedDirective} ${event.blockedURI}`))
+      await context.addInitScript({
+        content: "document.addEventListener('securitypolicyviolation', (event) => console.error(`CSP violation: ${event.violatedDirective} ${event.blockedURI}`))",
       })
       page = await context.newPage()
       page.on('console', (message) => {
