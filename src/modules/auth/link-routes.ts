@@ -53,7 +53,8 @@ export const emailLinkRoutes: FastifyPluginAsyncTypebox<{ origins: ReadonlySet<s
       tags, summary: 'Verify an email address (single-use link, 24 hours)',
       description: 'The link of the verification mail when `global.page_url` is empty. Opening it verifies the address at once. ' +
         'A browser (`Accept` preferring text/html) gets a page saying so, and its refusals as pages with the same status; every other ' +
-        'caller gets JSON. 400 INVALID_TOKEN for an unknown, expired or used link (a used one says the address is already verified).',
+        'caller gets JSON. 400 INVALID_TOKEN for an unknown, expired or used link (a used one says the address is already verified). ' +
+        'The pages link to the sign-in page (`/api/auth/sign-in`), the refusals also to a new verification mail (`/api/auth/resend-verification`).',
       querystring: TokenQuery, response: { 200: UserEnvelope },
     },
   }, async (request, reply) => {
@@ -68,7 +69,8 @@ export const emailLinkRoutes: FastifyPluginAsyncTypebox<{ origins: ReadonlySet<s
       tags, summary: 'Check a password reset link; for a browser, the reset form',
       description: 'The link of the reset mail when `global.page_url` is empty. It does not use the link up. A browser (`Accept` preferring ' +
         'text/html) gets a form that asks for the new password twice and posts to this URL; every other caller gets until when the link ' +
-        'works. 400 RESET_LINK_EXPIRED past its lifetime, 400 INVALID_TOKEN when unknown or used (as pages for a browser).',
+        'works. 400 RESET_LINK_EXPIRED past its lifetime, 400 INVALID_TOKEN when unknown or used (as pages for a browser, with links to a new ' +
+        'reset mail, `/api/auth/forgot-password`, and to the sign-in page).',
       querystring: TokenQuery, response: { 200: ResetLinkState },
     },
   }, async (request, reply) => {
@@ -86,8 +88,8 @@ export const emailLinkRoutes: FastifyPluginAsyncTypebox<{ origins: ReadonlySet<s
       description: 'JSON, or the reset page\'s form (form-encoded, with its `csrf_token`; an `Origin`, when sent, must be this service\'s own). ' +
         'Single use, 1 hour; every reset link of the user dies with it, and every session and OAuth grant (access and refresh tokens) of the user ends. 400 RESET_LINK_EXPIRED past its ' +
         'lifetime, 400 INVALID_TOKEN when unknown or used, 400 VALIDATION_ERROR when `new_password_confirm` differs, 403 INVALID_CSRF_TOKEN ' +
-        'for a form without a valid `csrf_token`. A browser (`Accept` preferring text/html) gets pages: done, the form again with the ' +
-        'problem, or the refusal with the same status.',
+        'for a form without a valid `csrf_token`. A browser (`Accept` preferring text/html) gets pages: done (with a link to the sign-in ' +
+        'page), the form again with the problem, or the refusal with the same status.',
       consumes: ['application/json', 'application/x-www-form-urlencoded'],
       body: ResetBody, response: { 200: Message },
     },
