@@ -429,3 +429,25 @@ describe.each(DIALECTS)('the account pages on %s', (dialect) => {
     expect(Object.keys(document.paths[SIGN_IN].get.responses['200'].content)).toEqual(['text/html'])
   })
 })
+
+describe.each(DIALECTS)('the landing page before the database is set up, on %s', (dialect) => {
+  let ctx: TestContext
+
+  beforeAll(async () => {
+    ctx = await createTestContext(dialect, { file: true })
+  })
+  afterAll(() => ctx?.close())
+
+  it('answers without the sign-in link, and says why; the sign-in page answers 503 as a page', async () => {
+    const { app } = await ctx.build({ env: { DATABASE_AUTO_SETUP: 'false' } })
+    const index = await app.inject({ method: 'GET', url: '/' })
+    expect(index.statusCode, index.body).toBe(200)
+    expect(index.json().data.links).toEqual({ sign_in: null, documentation: '/documentation', openapi: '/documentation/json', health: '/api/health' })
+    const page = await pageBrowser(app).get('/')
+    expectPage(page, 200)
+    expect(hrefsOf(page)).toEqual(['/documentation', '/api/health'])
+    expect(textOf(page)).toContain('The database is not set up yet')
+    const signIn = await pageBrowser(app).get(SIGN_IN)
+    expectPage(signIn, 503)
+  })
+})
