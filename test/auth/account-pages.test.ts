@@ -427,6 +427,7 @@ describe.each(DIALECTS)('the account pages on %s', (dialect) => {
       expect(operation?.description, `${method} ${path}`).toMatch(/.{40,}/)
     }
     expect(Object.keys(document.paths[SIGN_IN].get.responses['200'].content)).toEqual(['text/html'])
+    expect(document.paths['/'].get.operationId).toBe('getLanding')
   })
 })
 

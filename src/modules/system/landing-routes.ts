@@ -67,6 +67,8 @@ export const landingRoutes: FastifyPluginAsyncTypebox<{ lifecycle: DatabaseLifec
     config: { auth: policy.public(), beforeSetup: true, htmlRefusals: { hint: 'Open this service\'s address without anything after it.' } },
     schema: {
       tags: ['System'], summary: 'The landing page (HTML) or an index of links (JSON)',
+      // The path has no words to name it by.
+      operationId: 'getLanding',
       description: 'A browser (`Accept` preferring text/html) gets a page naming the service, with links to the sign-in page, the API ' +
         'documentation (while it is on) and health. Every other caller gets the same links as JSON, with the API contract version. ' +
         'Answers before the database is set up too (then without the sign-in link).',
