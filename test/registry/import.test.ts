@@ -257,9 +257,9 @@ describe.each(DIALECTS)('server.json import on %s', (dialect) => {
         valid,
         { ...smallDocument(`${ns}/bad-transport`), packages: [{ registryType: 'npm', identifier: 'bad-transport', version: '1.0.0', transport: { type: 'streamable-http' } }] },
         { ...smallDocument('no-slash-in-name') },
-        { ...smallDocument(`${ns}/crate`), packages: [{ registryType: 'cargo', identifier: 'acme-crate', version: '1.0.0', transport: { type: 'stdio' } }] },
+        { ...smallDocument(`${ns}/no-registry-type`), packages: [{ registryType: '', identifier: 'acme-crate', version: '1.0.0', transport: { type: 'stdio' } }] },
         { ...smallDocument(`${ns}/calendar`), version: '2026.10' },
-        { ...smallDocument(`${ns}/bad-npm`), packages: [{ registryType: 'npm', identifier: 'Not An NPM Name', version: '1.0.0', transport: { type: 'stdio' } }] },
+        { ...smallDocument(`${ns}/no-identifier`), packages: [{ registryType: 'npm', version: '1.0.0', transport: { type: 'stdio' } }] },
         { ...smallDocument(`${ns}/latest`), packages: [{ registryType: 'npm', identifier: 'latest-mcp', version: 'latest', transport: { type: 'stdio' } }] },
         { ...smallDocument(`${ns}/too-long`), description: 'x'.repeat(101) },
         'not a document',
@@ -277,15 +277,17 @@ describe.each(DIALECTS)('server.json import on %s', (dialect) => {
       expect(answer.results[0]).not.toHaveProperty('server_id')
       expect(fields(2)).toContain('packages[0].transport.url')
       expect(fields(3)).toContain('name')
-      expect(answer.results[4]!.errors).toEqual([{ field: 'packages[0].registryType', message: 'registry type "cargo" is not one this catalogue holds (npm, pypi, oci, nuget, mcpb)' }])
+      // The official schema refuses these two as well: an empty registry type, a package without identifier.
+      expect(answer.results[4]!.errors).toEqual([{ field: 'packages[0].registryType', message: 'must not be empty' }])
       expect(fields(5)).toEqual(['version'])
       expect(answer.results[5]!.errors![0]!.message).toMatch(/semantic version/)
-      expect(fields(6)).toEqual(['packages[0].identifier'])
+      expect(answer.results[6]!.errors).toEqual([{ field: 'packages[0].identifier', message: 'is required' }])
       expect(fields(7)).toEqual(['packages[0].version'])
       expect(fields(8)).toEqual(['description'])
       expect(answer.results[9]).toMatchObject({ name: null, errors: [{ field: '(document)' }] })
       for (const result of answer.results.filter((each) => each.status === 'invalid')) {
         for (const error of result.errors!) expect(error.message).toEqual(expect.stringMatching(/\S/))
+        expect(result).not.toHaveProperty('warnings')
       }
 
       // Only the two valid documents are in the database: one server and one version each.
@@ -315,6 +317,58 @@ describe.each(DIALECTS)('server.json import on %s', (dialect) => {
 
     it('an empty array imports nothing and says so', async () => {
       expect(await importOk([])).toEqual({ results: [], counts: { created: 0, updated: 0, unchanged: 0, invalid: 0 } })
+    })
+  })
+
+  describe('packages and remotes the catalogue cannot run', () => {
+    const cargo = { registryType: 'cargo', identifier: 'acme-crate', version: '1.0.0', transport: { type: 'stdio' } }
+    const upperNpm = { registryType: 'npm', identifier: 'Not An NPM Name', version: '1.0.0', transport: { type: 'stdio' } }
+    const spacedHeader = { type: 'sse', url: 'https://mcp.acme-labs.example/sse', headers: [{ name: 'X Key', isSecret: true }] }
+    const crateDocument = (ns: string): Json => ({
+      ...smallDocument(`${ns}/crate`),
+      packages: [cargo, ...(smallDocument(`${ns}/crate`).packages as Json[]), upperNpm],
+      remotes: [spacedHeader, { type: 'streamable-http', url: 'https://mcp.acme-labs.example/mcp' }],
+    })
+    const warningsOfCrate = [
+      { field: 'packages[0].registryType', message: 'registry type "cargo" is not one this catalogue holds (npm, pypi, oci, nuget, mcpb)' },
+      { field: 'packages[2].identifier', message: expect.stringMatching(/^does not have the expected form \(An npm package name/) },
+      { field: 'remotes[0].headers[0].name', message: expect.stringMatching(/^does not have the expected form/) },
+    ]
+
+    it('a 2025-12-11 document with a cargo package, an identifier npm refuses and a header that is no HTTP token: created, those parts stored and exported but not catalogued, and named in warnings', async () => {
+      const ns = namespace()
+      const document = crateDocument(ns)
+      const answer = await importOk([document, smallDocument(`${ns}/plain`)])
+      expect(answer.counts).toEqual({ created: 2, updated: 0, unchanged: 0, invalid: 0 })
+      expect(answer.results[0]).toEqual({ index: 0, name: `${ns}/crate`, status: 'created', server_id: expect.any(String), warnings: warningsOfCrate })
+      expect(answer.results[1]).not.toHaveProperty('warnings')
+      const id = answer.results[0]!.server_id!
+
+      // The catalogue lists only what it can run, so installations never offer the others.
+      const held = await server(id)
+      expect(held.packages).toEqual([{ registry_type: 'npm', identifier: 'small-mcp-server', version: '1.0.0' }])
+      expect(held.remotes).toEqual([{ type: 'streamable-http', url: 'https://mcp.acme-labs.example/mcp' }])
+      const [version] = await versions(id)
+      expect(version).toMatchObject({ packages: held.packages, remotes: held.remotes })
+      expect((await storedDocuments(id))['1.0.0']).toMatchObject({ packages: document.packages, remotes: document.remotes })
+
+      const exported = await call('GET', `/api/mcp/servers/${id}/server.json`, admin)
+      expect(exported.statusCode, exported.body).toBe(200)
+      expect(exported.json()).toMatchObject({ name: `${ns}/crate`, packages: document.packages, remotes: document.remotes })
+
+      // The export imports again (unchanged: the same document), and says the same.
+      const again = await importOk(exported.json())
+      expect(again.results).toEqual([{ index: 0, name: `${ns}/crate`, status: 'unchanged', server_id: id, warnings: warningsOfCrate }])
+    })
+
+    it('a version with such packages updates an existing server: its catalogued packages follow, the warnings say which were left out', async () => {
+      const ns = namespace()
+      const first = await importOk(smallDocument(`${ns}/crate`))
+      const id = first.results[0]!.server_id!
+      const answer = await importOk({ ...crateDocument(ns), version: '1.1.0' })
+      expect(answer.results).toEqual([{ index: 0, name: `${ns}/crate`, status: 'updated', server_id: id, warnings: warningsOfCrate }])
+      expect((await server(id)).packages).toEqual([{ registry_type: 'npm', identifier: 'small-mcp-server', version: '1.0.0' }])
+      expect(Object.keys(await storedDocuments(id)).sort()).toEqual(['1.0.0', '1.1.0'])
     })
   })
 

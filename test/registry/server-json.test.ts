@@ -453,11 +453,18 @@ describe('catalogueEntryOf', () => {
     expect(entry.version.releaseDate?.toISOString()).toBe('2026-09-01T10:00:00.000Z')
   })
 
-  it('refuses a package type the catalogue does not hold', () => {
-    const document = { ...nugetDocument(), packages: [{ registryType: 'cargo', identifier: 'northwind-mcp', version: '1.0.0', transport: { type: 'stdio' } }] }
-    expect(catalogueProblems(document)).toEqual([
+  it('keeps a package of a type the catalogue does not hold in the document only, and says why', () => {
+    const cargo = { registryType: 'cargo', identifier: 'northwind-mcp', version: '1.0.0', transport: { type: 'stdio' } }
+    const document = { ...nugetDocument(), packages: [cargo, ...(nugetDocument().packages as Json[])] }
+    // The official schema leaves the registry type open: the document is valid there.
+    expect(officialProblems(document)).toEqual([])
+    const entry = entryOf(document)
+    expect(entry.packages).toEqual([{ registry_type: 'nuget', identifier: 'Northwind.Mcp.TimeTools', version: '1.0.0' }])
+    expect(entry.document.packages).toEqual(document.packages)
+    expect(entry.notCatalogued).toEqual([
       { field: 'packages[0].registryType', message: 'registry type "cargo" is not one this catalogue holds (npm, pypi, oci, nuget, mcpb)' },
     ])
+    expect(entryOf(nugetDocument()).notCatalogued).toEqual([])
   })
 
   it('refuses a version that is not a semantic version', () => {
@@ -467,16 +474,21 @@ describe('catalogueEntryOf', () => {
     expect(problems[0]!.message).toMatch(/"2024\.10" is not a semantic version/)
   })
 
-  it('holds package identifiers and variables to the rules of servers made by hand', () => {
+  it('catalogues only packages whose identifiers and variables follow the rules of servers made by hand', () => {
     const document = filesystemDocument()
     const item = (document.packages as Json[])[0]!
     item.identifier = '@Northwind/MCP Filesystem'
     ;(item.environmentVariables as Json[])[1]!.name = 'AUDIT-TOKEN'
     const mcpb = { ...mcpbDocument(), packages: [{ registryType: 'mcpb', identifier: 'text-tools.mcpb', transport: { type: 'stdio' } }] }
     const nuget = { ...nugetDocument(), packages: [{ registryType: 'nuget', identifier: 'Northwind..Tools', transport: { type: 'stdio' } }] }
-    expect(catalogueProblems(document).map((problem) => problem.field)).toEqual(['packages[0].identifier', 'packages[0].environmentVariables[1].name'])
-    expect(catalogueProblems(mcpb)).toEqual([{ field: 'packages[0].identifier', message: expect.stringMatching(/^does not have the expected form \(The https URL of the bundle/) }])
-    expect(catalogueProblems(nuget).map((problem) => problem.field)).toEqual(['packages[0].identifier'])
+    const [filesystem, bundle, dotted] = [document, mcpb, nuget].map((each) => entryOf(each))
+    expect(filesystem!.notCatalogued.map((problem) => problem.field)).toEqual(['packages[0].identifier', 'packages[0].environmentVariables[1].name'])
+    expect(bundle!.notCatalogued).toEqual([{ field: 'packages[0].identifier', message: expect.stringMatching(/^does not have the expected form \(The https URL of the bundle/) }])
+    expect(dotted!.notCatalogued.map((problem) => problem.field)).toEqual(['packages[0].identifier'])
+    for (const [entry, given] of [[filesystem!, document], [bundle!, mcpb], [dotted!, nuget]] as const) {
+      expect(entry.packages).toEqual([])
+      expect(entry.document.packages).toEqual(given.packages)
+    }
   })
 
   it('keeps links the catalogue cannot hold out of its fields', () => {
@@ -608,11 +620,17 @@ describe('remote and transport URLs', () => {
     }
   })
 
-  it('holds a remote to the catalogue own rules: a header name that is no HTTP token, a URL over 2 048 characters', () => {
-    const badHeader = { ...hostedDocument(), remotes: [{ type: 'sse', url: 'https://mcp.northwind.example/sse', headers: [{ name: 'X Key' }] }] }
-    expect(catalogueProblems(badHeader).map((problem) => problem.field)).toEqual(['remotes[0].headers[0].name'])
+  it('catalogues only remotes that follow the catalogue own rules: not a header name that is no HTTP token, nor a URL over 2 048 characters', () => {
+    const plain = { type: 'sse', url: 'https://mcp.northwind.example/sse' }
+    const badHeader = { ...hostedDocument(), remotes: [{ ...plain, headers: [{ name: 'X Key' }] }, plain] }
     const long = { ...hostedDocument(), remotes: [{ type: 'sse', url: `https://mcp.northwind.example/${'a'.repeat(2048)}` }] }
-    expect(catalogueProblems(long)).toEqual([{ field: 'remotes[0].url', message: 'must be at most 2048 characters long' }])
+    const [header, url] = [badHeader, long].map((each) => entryOf(each))
+    expect(header!.notCatalogued.map((problem) => problem.field)).toEqual(['remotes[0].headers[0].name'])
+    expect(header!.remotes).toEqual([plain])
+    expect(header!.document.remotes).toEqual(badHeader.remotes)
+    expect(url!.notCatalogued).toEqual([{ field: 'remotes[0].url', message: 'must be at most 2048 characters long' }])
+    expect(url!.remotes).toEqual([])
+    expect(url!.document.remotes).toEqual(long.remotes)
   })
 
   it('keeps only the members the format gives inputs in the catalogue copy; the stored document keeps what it defines', () => {
@@ -662,15 +680,21 @@ describe('older shapes: what the May 2025 seed allowed and the 2025-12-11 rules 
     ])
   })
 
-  it('a package the catalogue cannot hold (registry type unknown, an identifier no registry takes) stays in the document only', () => {
+  it('a package the catalogue cannot hold (registry type unknown, an identifier no registry takes) stays in the document only, as in a 2025-12-11 document', () => {
     const unknown = seedEntry({}, { registry_name: 'unknown', name: 'seeded-mcp' })
     const entry = entryOf(unknown)
     expect(entry.packages).toEqual([])
     expect(entry.document.packages).toEqual([{ registryType: 'unknown', identifier: 'seeded-mcp', version: '1.0.0', transport: { type: 'stdio' } }])
-    expect(entryOf(seedEntry({}, { name: 'Northwind/seeded' })).packages).toEqual([])
-    // The same packages in a 2025-12-11 document are refused, as for servers made by hand.
+    expect(entry.notCatalogued.map((problem) => problem.field)).toEqual(['packages[0].registryType'])
+    const seeded = entryOf(seedEntry({}, { name: 'Northwind/seeded' }))
+    expect(seeded.packages).toEqual([])
+    // The same package in a 2025-12-11 document (such as the export of the one above) is treated alike.
     const current = { ...nugetDocument(), packages: [{ registryType: 'npm', identifier: 'Northwind/seeded', transport: { type: 'stdio' } }] }
-    expect(catalogueProblems(current).map((problem) => problem.field)).toEqual(['packages[0].identifier'])
+    const again = entryOf(current)
+    expect(again.packages).toEqual([])
+    expect(again.document.packages).toEqual(current.packages)
+    expect(again.notCatalogued).toEqual(seeded.notCatalogued)
+    expect(again.notCatalogued.map((problem) => problem.field)).toEqual(['packages[0].identifier'])
   })
 })
 

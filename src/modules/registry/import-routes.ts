@@ -64,15 +64,22 @@ const ImportBody = Type.Union([
 
 const ImportStatusView = Type.Union([Type.Literal('created'), Type.Literal('updated'), Type.Literal('unchanged'), Type.Literal('invalid')])
 
+const DocumentProblemView = Type.Object({
+  field: Type.String({ description: 'A JSON path from the document\'s root, e.g. `packages[0].transport.url`; `(document)` for the whole.' }),
+  message: Type.String(),
+})
+
 const ImportResultView = Type.Object({
   index: Type.Integer({ description: 'The document\'s position in the request, from 0.' }),
   name: Nullable(Type.String({ description: 'The document\'s `name`; null when it has none that can be read.' })),
   status: ImportStatusView,
   server_id: Type.Optional(Type.String({ description: 'The catalogue server the document created or matched; absent for an invalid document.' })),
-  errors: Type.Optional(Type.Array(Type.Object({
-    field: Type.String({ description: 'A JSON path from the document\'s root, e.g. `packages[0].transport.url`; `(document)` for the whole.' }),
-    message: Type.String(),
-  }), { description: 'Why the document was not imported (invalid only).' })),
+  errors: Type.Optional(Type.Array(DocumentProblemView, { description: 'Why the document was not imported (invalid only).' })),
+  warnings: Type.Optional(Type.Array(DocumentProblemView, {
+    description: 'Packages and remotes the catalogue cannot run (a registry type it does not hold, an identifier, environment variable or header its rules refuse): ' +
+      'the document was imported with them kept in its stored document and export, but they are not in the server\'s `packages` / `remotes`, ' +
+      'so installations do not offer them. `field` names the member at fault, e.g. `packages[1].registryType`. Absent when there are none.',
+  })),
 })
 
 const ImportCountsView = Type.Object({
@@ -136,13 +143,15 @@ export const registryImportRoutes: FastifyPluginAsyncTypebox = async (app) => {
         'precedence), an equal document and the same status → `unchanged`; otherwise the version is added or refreshed → `updated`. The server\'s',
         'own fields follow a document only when its version is then the server\'s latest, so importing an older version later changes nothing else.',
         'The version\'s status comes from the list item\'s `_meta` (registry status `deleted` → `yanked`; a version yanked here stays yanked).',
-        'The document\'s version must be a semantic version; its package types must be ones the catalogue holds (npm, pypi, oci, nuget, mcpb).',
+        'The document\'s version must be a semantic version. A package the catalogue cannot run — a registry type other than npm, pypi, oci, nuget',
+        'and mcpb (the format leaves the type open), or an identifier or environment variable the catalogue\'s own package rules refuse — and likewise',
+        'a remote its rules refuse, does not refuse the document, whatever its shape: it is kept in the stored document and the export, left out of the',
+        'server\'s `packages` / `remotes` (installations do not offer it), and named in the result\'s `warnings`, so that exported documents import again.',
         'Remote and package-transport URLs follow the registry\'s own rule — http or https, a host, no whitespace or control characters —',
         'so `{name}` template segments (filled in from the remote\'s `variables`) and placeholders such as `?key=<YOUR_TOKEN>` are kept; remotes',
         'keep their `headers` and `variables` in the catalogue and in the export. The older shapes had no length rules: a description over',
         '100 characters is shortened in the stored document (the catalogue keeps it whole), an empty one filled with the name\'s last part, an',
-        'empty package version dropped, and a package or remote the catalogue cannot hold (registry type `unknown`, say) is kept in the stored',
-        'document only instead of refusing the server.',
+        'empty package version dropped (their packages of registry type `unknown` follow the rule above).',
       ].join(' '),
       body: ImportBody,
       response: { 200: ImportAnswer },

@@ -24,6 +24,12 @@ export interface ImportResult {
   status: ImportStatus
   server_id?: string
   errors?: DocumentProblem[]
+  /**
+   * Packages and remotes of an imported document that the catalogue cannot run: kept in the
+   * stored document and the export, left out of the server's packages and remotes. Absent when
+   * there are none (and for an invalid document).
+   */
+  warnings?: DocumentProblem[]
 }
 
 export interface ImportCounts {
@@ -115,7 +121,7 @@ export class CatalogueImporter implements RegistryImporter {
     const releaseDate = entry.version.releaseDate ?? read.publishedAt
     try {
       const { status, serverId } = await catalogueTransaction(this.deps.database, (tx) => this.upsert(tx, entry, document, releaseDate, actor))
-      return { index, name, status, server_id: serverId }
+      return { index, name, status, server_id: serverId, ...(entry.notCatalogued.length === 0 ? {} : { warnings: entry.notCatalogued }) }
     } catch (error) {
       if (error instanceof NotStorable) return { index, name, status: 'invalid', errors: error.problems }
       throw error

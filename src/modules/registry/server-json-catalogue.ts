@@ -30,6 +30,11 @@ export interface CatalogueEntry {
   }
   /** The document as stored on the version (the canonical 2025-12-11 form). */
   document: ServerJson
+  /**
+   * Why packages or remotes of the document are not among `packages` / `remotes` (`field` names
+   * the member at fault, e.g. `packages[1].registryType`): they are kept in `document` only.
+   */
+  notCatalogued: DocumentProblem[]
 }
 
 /** The registry types a document's packages may have here (the catalogue's `docker` is `oci` in the format). */
@@ -54,20 +59,22 @@ const VERSION_STATUS = { active: 'active', deprecated: 'deprecated', deleted: 'y
 const MAX_CATALOGUE_DESCRIPTION = 1000
 
 /**
- * Maps a valid document onto the catalogue, or says why the catalogue cannot hold it: a package
- * type it does not hold, an identifier or environment variable its own rules refuse, a remote its
- * rules refuse (the same rules as for servers created by hand), a version that is not a semantic
- * version (versions are ordered by semver precedence).
+ * Maps a valid document onto the catalogue, or says why the catalogue cannot hold the server at
+ * all: a version that is not a semantic version (versions are ordered by semver precedence), more
+ * packages or remotes than a server may have.
  *
- * A document in one of the older shapes comes from before the registry checked what it listed
- * (its May 2025 seed names packages of registry type `unknown`, and identifiers no package
- * registry takes): a package or remote of such a document that the catalogue cannot hold is left
- * out of the catalogue's packages or remotes and kept in the stored document, rather than
- * refusing the whole server.
+ * A package or remote the catalogue cannot run — a registry type it does not hold (the format
+ * leaves `registryType` open: `cargo`, or the May 2025 seed's `unknown`), an identifier, an
+ * environment variable or a remote its own rules refuse (the same rules as for servers created by
+ * hand) — does not cost the server: it is kept in the stored document, so the export gives it
+ * back as published, and left out of the catalogue's packages or remotes, so installations never
+ * offer it. Every such part is named in `notCatalogued`. The same rule holds whatever shape the
+ * document came in, so that a document this service exports imports again.
  */
 export function catalogueEntryOf(read: Extract<ReadDocument, { ok: true }>): { ok: true; entry: CatalogueEntry } | { ok: false; problems: DocumentProblem[] } {
   const { document } = read
   const problems: DocumentProblem[] = []
+  const notCatalogued: DocumentProblem[] = []
   const parsed = parseVersion(document.version)
   if (parsed === null) {
     problems.push({ field: 'version', message: `"${document.version.slice(0, 100)}" is not a semantic version (like 1.2.0 or 2.0.0-beta.1); this catalogue orders versions by semantic version precedence` })
@@ -77,15 +84,15 @@ export function catalogueEntryOf(read: Extract<ReadDocument, { ok: true }>): { o
   const packages: ServerPackage[] = []
   registryPackages.forEach((item, index) => {
     const mapped = cataloguePackage(item, index)
-    if (!('problems' in mapped)) packages.push(mapped.package)
-    else if (!read.olderShape) problems.push(...mapped.problems)
+    if ('problems' in mapped) notCatalogued.push(...mapped.problems)
+    else packages.push(mapped.package)
   })
   const remotes: ServerRemote[] = []
   ;(document.remotes ?? []).forEach((item, index) => {
     const remote = catalogueRemote(item)
     const found = checkRemote(remote, (path) => fieldOf(['remotes', index, ...path]))
-    if (found.length === 0) remotes.push(remote)
-    else if (!read.olderShape) problems.push(...found)
+    if (found.length > 0) notCatalogued.push(...found)
+    else remotes.push(remote)
   })
   if (remotes.length > MAX_ENTRIES) problems.push({ field: 'remotes', message: `this catalogue holds at most ${MAX_ENTRIES} remotes per server` })
   if (problems.length > 0 || parsed === null) return { ok: false, problems }
@@ -111,6 +118,7 @@ export function catalogueEntryOf(read: Extract<ReadDocument, { ok: true }>): { o
         releaseDate: read.publishedAt,
       },
       document,
+      notCatalogued,
     },
   }
 }

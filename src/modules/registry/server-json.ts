@@ -78,8 +78,6 @@ export type ReadDocument =
        * then the whole text, or empty.
        */
       description: string
-      /** Whether the document came in one of the older shapes (and was up-converted). */
-      olderShape: boolean
       /** The official `_meta`'s publishedAt / updatedAt, when given (publishedAt: else the seed shape's release date). */
       publishedAt: Date | null
       updatedAt: Date | null
@@ -129,7 +127,6 @@ export function readServerJson(incoming: IncomingDocument): ReadDocument {
     document: canonical(document),
     status: statusOf(official?.status) ?? statusOf(document.status) ?? 'active',
     description: older && typeof given.description === 'string' ? given.description : (document.description as string),
-    olderShape: older,
     publishedAt: dateOf(official?.publishedAt ?? official?.published_at) ?? (older ? seedReleaseDate(given) : null),
     updatedAt: dateOf(official?.updatedAt ?? official?.updated_at),
   }
