@@ -34,8 +34,9 @@ interface Operation {
 }
 interface Document {
   openapi: string
-  info: { title: string; version: string }
+  info: { title: string; version: string; description?: string }
   servers?: Array<{ url: string; description?: string }>
+  tags?: Array<{ name: string; description?: string }>
   components: { securitySchemes: Record<string, unknown>; schemas: Record<string, Schema> }
   paths: Record<string, Record<string, Operation>>
 }
@@ -223,7 +224,9 @@ describe.each(DIALECTS)('OpenAPI contract on %s', (dialect) => {
     expect(document.servers).toHaveLength(1)
     expect(document.servers?.[0]?.url).toBe(subject.config.publicUrl)
     expect(document.servers?.[0]?.url).toBe(PUBLIC_URL)
-    expect(document.servers?.[0]?.description).toMatch(/development/i)
+    // The one server is where the service is reached, in development and production alike.
+    expect(document.servers?.[0]?.description).toMatch(/PUBLIC_URL/)
+    expect(document.servers?.[0]?.description).not.toMatch(/development/i)
     expect(document.components.securitySchemes.cookieAuth).toMatchObject({ type: 'apiKey', in: 'cookie', name: 'auth_session' })
     expect(document.components.securitySchemes.bearerAuth).toMatchObject({ type: 'http', scheme: 'bearer' })
     expect(document.components.securitySchemes.satelliteKey).toMatchObject({ type: 'http', scheme: 'bearer', bearerFormat: 'service_satkey_<secret>' })
@@ -374,6 +377,47 @@ describe.each(DIALECTS)('OpenAPI contract on %s', (dialect) => {
     expect(response.statusCode).toBe(200)
     expect(response.headers['content-type']).toContain('text/html')
     expect(response.body).toMatch(/swagger/i)
+  })
+})
+
+/** The tags each operation of the document names, in order of first use. */
+function usedTags(document: Document): string[] {
+  return [...new Set(operations(document).flatMap(([, operation]) => operation.tags ?? []))]
+}
+
+describe.each(DIALECTS)("the explorer's front page on %s", (dialect) => {
+  let ctx: TestContext
+  let document: Document
+
+  beforeAll(async () => {
+    ctx = await createTestContext(dialect)
+    // The service as it runs (core routes and the example plugin), without this file's test routes.
+    const { app } = await ctx.build({ env: { PUBLIC_URL } })
+    document = (await app.inject({ method: 'GET', url: '/documentation/json' })).json()
+  })
+  afterAll(() => ctx.close())
+
+  it('describes every tag an operation uses, once, and lists no tag that none uses', () => {
+    const listed = (document.tags ?? []).map((tag) => tag.name)
+    expect(new Set(listed).size, `tags listed twice: ${listed}`).toBe(listed.length)
+    const undescribed = usedTags(document).filter((name) => !document.tags?.some((tag) => tag.name === name && tag.description?.trim()))
+    expect(undescribed).toEqual([])
+    expect(listed.filter((name) => !usedTags(document).includes(name))).toEqual([])
+    // The core's groups and the example plugin's own tag are all there.
+    expect(listed).toEqual(expect.arrayContaining(['Authentication', 'OAuth2', 'Teams', 'MCP Catalogue', 'Satellites', 'plugin:notes']))
+  })
+
+  it('tells how to sign in from the explorer, and names the docs by their path in the repository', () => {
+    const description = document.info.description ?? ''
+    // A session: the login route, run from the explorer, sets the cookie in the same browser.
+    expect(description).toContain('POST /api/auth/email/login')
+    expect(description).toContain('auth_session')
+    // A bearer token is pasted under "Authorize".
+    expect(description).toContain('"Authorize"')
+    expect(description).toContain('bearerAuth')
+    // Swagger UI would resolve a relative link against /documentation/, so none is written.
+    expect(description).toContain('docs/api.md')
+    expect(description).not.toMatch(/\]\((?!https?:)/)
   })
 })
 
