@@ -1,6 +1,6 @@
 import { SCOPES, type Scope } from '../auth/policies.js'
 import { oauthError } from '../http/errors.js'
-import type { ClientMetadata } from './client-metadata.js'
+import type { ClientMetadata } from '../formats/client-metadata.js'
 import { acceptableRedirectUri, CLI_CLIENT, GRANT_TYPES, type GrantType } from './clients.js'
 import { invalidClientMetadata } from './errors.js'
 import { MALFORMED_SCOPE, scopesOrDefault } from './scopes.js'

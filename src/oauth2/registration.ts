@@ -1,5 +1,5 @@
 import { randomToken } from '../lib/tokens.js'
-import { pickClientMetadata } from './client-metadata.js'
+import { pickClientMetadata } from '../formats/client-metadata.js'
 import { settleClient, type ClientDescription } from './client-rules.js'
 import { nowOf, type CallContext, type OAuthDeps } from './deps.js'
 import { formatScope } from './scopes.js'

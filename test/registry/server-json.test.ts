@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import type { ServerRow } from '../../src/db/repositories/server-filters.js'
 import type { VersionRow } from '../../src/db/repositories/server-versions.js'
-import type { ServerPackage, ServerRemote } from '../../src/modules/catalogue/entries.js'
+import type { ServerPackage, ServerRemote } from '../../src/formats/catalogue-entries.js'
 import { documentsOf, OFFICIAL_META, readServerJson, SERVER_SCHEMA_URL, type ReadDocument, type ServerJson } from '../../src/modules/registry/server-json.js'
 import { catalogueEntryOf, type CatalogueEntry } from '../../src/modules/registry/server-json-catalogue.js'
 import { exportDocument, itemMeta, namespaceOf, registryNameOf } from '../../src/modules/registry/server-json-export.js'

@@ -1,5 +1,5 @@
 import { and, count, desc, eq, gte, inArray, isNotNull, isNull, lt, or, sql, type SQL } from 'drizzle-orm'
-import type { SatelliteMetrics } from '../../modules/satellites/reports.js'
+import type { SatelliteMetrics } from '../../formats/satellite-reports.js'
 import type { Database, Db } from '../types.js'
 
 export type SatelliteRow = Database['t']['satellites']['$inferSelect']

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { v7 as uuidv7 } from 'uuid'
 import { slugify } from '../../lib/slug.js'
-import { normalizePackages, type ServerPackage, type ServerRemote } from '../../modules/catalogue/entries.js'
+import { normalizePackages, type ServerPackage, type ServerRemote } from '../../formats/catalogue-entries.js'
 import { parseVersion } from '../../modules/catalogue/semver-key.js'
 import { derivedSlugBase, unusableSlug } from '../../modules/catalogue/slugs.js'
 import { caseKey } from '../repositories/server-filters.js'

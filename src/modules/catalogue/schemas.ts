@@ -1,6 +1,6 @@
 import { Type, type Static, type TSchema } from 'typebox'
 import { Nullable, Ok, OkMessage, Pagination, PaginationQuery } from '../../http/envelope.js'
-import { EnvironmentVariable, HttpUrl, Packages, Remotes, ServerRemote } from './entries.js'
+import { EnvironmentVariable, HttpUrl, Packages, Remotes, ServerRemote } from '../../formats/catalogue-entries.js'
 
 const closed = { additionalProperties: false } as const
 const Timestamp = Type.String({ format: 'date-time' })

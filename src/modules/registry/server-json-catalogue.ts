@@ -1,4 +1,4 @@
-import { HttpUrl, normalizePackages, ServerPackage as PackageSchema, ServerRemote as RemoteSchema, type ServerPackage, type ServerRemote } from '../catalogue/entries.js'
+import { HttpUrl, normalizePackages, ServerPackage as PackageSchema, ServerRemote as RemoteSchema, type ServerPackage, type ServerRemote } from '../../formats/catalogue-entries.js'
 import { parseVersion } from '../catalogue/semver-key.js'
 import { checker, fieldOf, type DocumentProblem } from './server-json-rules.js'
 import type { ReadDocument, RegistryInput, RegistryPackage, RegistryRemote, ServerJson } from './server-json.js'

@@ -1,6 +1,6 @@
 import type { ServerRow } from '../../db/repositories/server-filters.js'
 import type { VersionRow } from '../../db/repositories/server-versions.js'
-import type { ServerPackage, ServerRemote } from '../catalogue/entries.js'
+import type { ServerPackage, ServerRemote } from '../../formats/catalogue-entries.js'
 import { isObject, shortened } from './server-json-shapes.js'
 import { OFFICIAL_META, SERVER_SCHEMA_URL, type RegistryPackage, type RegistryRemote, type ServerJson } from './server-json.js'
 import { httpUrlOrNull } from './server-json-catalogue.js'

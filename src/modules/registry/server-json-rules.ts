@@ -2,7 +2,7 @@ import { Ajv, type ErrorObject } from 'ajv'
 import addFormats from 'ajv-formats'
 import { Type, type TSchema } from 'typebox'
 import { lazy } from '../../lib/lazy.js'
-import { REMOTE_URL_PATTERN } from '../catalogue/entries.js'
+import { REMOTE_URL_PATTERN } from '../../formats/catalogue-entries.js'
 
 /**
  * The rules of the MCP Registry's `server.json` format, revision 2025-12-11, written as this

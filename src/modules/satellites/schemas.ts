@@ -1,6 +1,6 @@
 import { Type } from 'typebox'
 import { Nullable, Ok, OkMessage, Pagination, PaginationQuery } from '../../http/envelope.js'
-import { HttpUrl } from '../catalogue/entries.js'
+import { HttpUrl } from '../../formats/catalogue-entries.js'
 
 const closed = { additionalProperties: false } as const
 const Timestamp = Type.String({ format: 'date-time' })

@@ -11,7 +11,7 @@ import { randomToken, type Digester } from '../../lib/tokens.js'
 import type { AuditLog } from '../audit/service.js'
 import { mayActOn, type SatelliteActor } from './actor.js'
 import { invalidRegistrationToken, rowRefusal } from './registration-tokens.js'
-import type { SatelliteMetrics, SatelliteSystemInfo } from './reports.js'
+import type { SatelliteMetrics, SatelliteSystemInfo } from '../../formats/satellite-reports.js'
 
 /** A satellite that has not sent a heartbeat for this long is shown `offline`. */
 export const OFFLINE_AFTER_MS = 90_000

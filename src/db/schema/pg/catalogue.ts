@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm'
 import { bigint, boolean, customType, index, integer, jsonb, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core'
-import type { ServerPackage, ServerRemote } from '../../../modules/catalogue/entries.js'
+import type { ServerPackage, ServerRemote } from '../../../formats/catalogue-entries.js'
 import { teams, users } from './accounts.js'
 
 const tsvector = customType<{ data: string }>({ dataType: () => 'tsvector' })

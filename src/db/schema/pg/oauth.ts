@@ -1,5 +1,5 @@
 import { boolean, index, jsonb, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core'
-import type { ClientMetadata } from '../../../oauth2/client-metadata.js'
+import type { ClientMetadata } from '../../../formats/client-metadata.js'
 import { users } from './accounts.js'
 
 /**

@@ -1,5 +1,5 @@
 import { index, jsonb, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core'
-import type { SatelliteMetrics, SatelliteSystemInfo } from '../../../modules/satellites/reports.js'
+import type { SatelliteMetrics, SatelliteSystemInfo } from '../../../formats/satellite-reports.js'
 import { teams } from './accounts.js'
 
 /**

@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm'
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
-import type { ServerPackage, ServerRemote } from '../../../modules/catalogue/entries.js'
+import type { ServerPackage, ServerRemote } from '../../../formats/catalogue-entries.js'
 import { teams, users } from './accounts.js'
 
 export const mcpCategories = sqliteTable('mcp_categories', {

@@ -1,5 +1,5 @@
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
-import type { ClientMetadata } from '../../../oauth2/client-metadata.js'
+import type { ClientMetadata } from '../../../formats/client-metadata.js'
 import { users } from './accounts.js'
 
 /**

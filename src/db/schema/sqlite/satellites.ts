@@ -1,5 +1,5 @@
 import { index, integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
-import type { SatelliteMetrics, SatelliteSystemInfo } from '../../../modules/satellites/reports.js'
+import type { SatelliteMetrics, SatelliteSystemInfo } from '../../../formats/satellite-reports.js'
 import { teams } from './accounts.js'
 
 /**
