@@ -1,5 +1,4 @@
 import { and, asc, count, eq, ne, sql } from 'drizzle-orm'
-import type { TeamRole } from '../../auth/permissions.js'
 import { slugCandidates, slugify } from '../../lib/slug.js'
 import { newId } from '../ids.js'
 import { rowReader } from '../row-reader.js'
@@ -7,6 +6,8 @@ import type { Database, Db } from '../types.js'
 
 export type TeamRow = Database['t']['teams']['$inferSelect']
 export type MembershipRow = Database['t']['teamMembers']['$inferSelect']
+/** The roles the membership table holds; the permissions they grant are auth's (auth/permissions.ts). */
+type TeamRole = MembershipRow['role']
 
 export interface TeamWithCount extends TeamRow {
   memberCount: number

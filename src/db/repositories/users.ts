@@ -1,5 +1,4 @@
 import { and, count, desc, eq, isNotNull, or, sql, type SQL } from 'drizzle-orm'
-import type { GlobalRole } from '../../auth/permissions.js'
 import type { Database, Db } from '../types.js'
 
 export type UserRow = Database['t']['users']['$inferSelect']
@@ -7,7 +6,7 @@ export type NewUser = Database['t']['users']['$inferInsert']
 
 export interface UserFilter {
   q?: string
-  roleId?: GlobalRole
+  roleId?: UserRow['roleId']
   authMethod?: 'email' | 'provider'
   limit: number
   offset: number
