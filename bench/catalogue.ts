@@ -1,6 +1,6 @@
 import { loadConfig } from '../src/config.js'
 import { openDatabase } from '../src/db/client.js'
-import { seedCatalogue, type SeedCatalogueResult } from '../src/db/seed/catalogue.js'
+import { seedCatalogue, type SeedCatalogueResult } from '../src/cli/seed/catalogue.js'
 import { againstBare, CONNECTIONS, load, type Measurement } from './harness.js'
 
 /** Catalogue searches as users type them: product names, prefixes, two words. */

@@ -1,8 +1,8 @@
 import { parseArgs } from 'node:util'
 import { loadConfig, readEnvironment } from '../config.js'
 import { openDatabase } from '../db/client.js'
-import { catalogueSize, seedCatalogue } from '../db/seed/catalogue.js'
-import { SEED_CATEGORIES } from '../db/seed/vocabulary.js'
+import { catalogueSize, seedCatalogue } from './seed/catalogue.js'
+import { SEED_CATEGORIES } from './seed/vocabulary.js'
 
 /**
  * `npm run seed:catalogue -- --servers 100000 [--database-url <url>] [--categories 24] [--seed 42] [--no-versions]`:
