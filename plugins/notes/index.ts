@@ -1,6 +1,6 @@
 /**
  * The example plugin: one collection of private notes and one route of its own. Copy this folder
- * to start a plugin (the README's "Write your first plugin" walks through it).
+ * to start a plugin (docs/plugins.md, "Write your first plugin", walks through it).
  */
 import { definePlugin, Type } from '../../src/plugin-host/index.js'
 

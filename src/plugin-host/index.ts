@@ -1,7 +1,7 @@
 /**
  * The one module a plugin imports. A plugin is a folder `plugins/<id>/` whose `index.ts` (or
  * built `index.js`) default-exports `definePlugin({...})`; the host mounts it at
- * `/api/plugin/<id>` in its own encapsulated Fastify context. See the README, "Write your first
+ * `/api/plugin/<id>` in its own encapsulated Fastify context. See docs/plugins.md, "Write your first
  * plugin".
  */
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
