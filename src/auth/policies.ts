@@ -3,7 +3,7 @@ import { isPermission, isTeamPermission, type Permission, type TeamPermission } 
 
 /**
  * Every route declares who may call it in `config.auth`. The onRoute guard refuses
- * to boot a route without one; the onRequest hook (auth/authorize.ts) enforces it before the
+ * to boot a route without one; the onRequest hook (system/authorize.ts) enforces it before the
  * body is read.
  */
 

@@ -1,12 +1,12 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { Caller, SatelliteCaller, UserCaller } from '../auth/caller.js'
+import { presentedBearer, presentedSession, SESSION_COOKIE } from '../auth/credentials-from-request.js'
+import { roleHas } from '../auth/permissions.js'
+import type { RoutePolicy } from '../auth/policies.js'
 import { AppError, errors } from '../http/errors.js'
 import { storableText } from '../http/validation.js'
 import { resourceChallenges, type BearerChallenges } from '../oauth2/protected-resource.js'
 import type { Services } from '../services.js'
-import type { Caller, SatelliteCaller, UserCaller } from './caller.js'
-import { presentedBearer, presentedSession, SESSION_COOKIE } from './credentials-from-request.js'
-import { roleHas } from './permissions.js'
-import type { RoutePolicy } from './policies.js'
 
 /**
  * The satellite and metrics routes' challenges. They are not OAuth resources (satellite keys,

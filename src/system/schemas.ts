@@ -1,5 +1,5 @@
 import { Type } from 'typebox'
-import { Ok } from '../../http/envelope.js'
+import { Ok } from '../http/envelope.js'
 
 export const Health = Ok(
   Type.Object({

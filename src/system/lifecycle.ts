@@ -2,11 +2,11 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { FastifyBaseLogger } from 'fastify'
 import type { Config } from '../config.js'
+import { openDatabase } from '../db/client.js'
+import { DatabaseStartError, describeStartFailure } from '../db/start-failure.js'
+import type { Database, Dialect, QueryTimer } from '../db/types.js'
 import { AppError, errors } from '../http/errors.js'
 import type { Services } from '../services.js'
-import { openDatabase } from './client.js'
-import { DatabaseStartError, describeStartFailure } from './start-failure.js'
-import type { Database, Dialect, QueryTimer } from './types.js'
 
 export interface DatabaseStatus {
   configured: boolean

@@ -1,9 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { policy } from '../../auth/policies.js'
-import type { DatabaseLifecycle } from '../../db/lifecycle.js'
-import { errors } from '../../http/errors.js'
-import { API_VERSION } from '../../http/openapi.js'
-import { packageVersion } from '../../paths.js'
+import { policy } from '../auth/policies.js'
+import { errors } from '../http/errors.js'
+import { API_VERSION } from '../http/openapi.js'
+import { packageVersion } from '../paths.js'
+import type { DatabaseLifecycle } from './lifecycle.js'
 import { DbSetupBody, DbStatus, Health, Ready } from './schemas.js'
 
 const open = { auth: policy.public(), beforeSetup: true }
