@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify'
 import { Type } from 'typebox'
-import { userCaller } from '../auth/current-user.js'
+import { userCaller } from '../http/current-user.js'
 import { roleHas } from '../auth/permissions.js'
 import { policy } from '../auth/policies.js'
 import { newId } from '../db/ids.js'

@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
-import { userCaller } from '../auth/current-user.js'
+import { userCaller } from '../http/current-user.js'
 import { roleHas } from '../auth/permissions.js'
 import { policy } from '../auth/policies.js'
 import { errors } from '../http/errors.js'

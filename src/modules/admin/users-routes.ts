@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
-import { userCaller } from '../../auth/current-user.js'
+import { userCaller } from '../../http/current-user.js'
 import { policy } from '../../auth/policies.js'
 import { OkMessage, paginate } from '../../http/envelope.js'
 import { errors } from '../../http/errors.js'

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { currentUser } from '../../auth/current-user.js'
+import { currentUser } from '../../http/current-user.js'
 import { policy } from '../../auth/policies.js'
 import { SESSION_COOKIE } from '../../auth/credentials-from-request.js'
 import { userView } from '../users/view.js'

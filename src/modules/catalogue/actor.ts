@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify'
-import { userCaller } from '../../auth/current-user.js'
+import { userCaller } from '../../http/current-user.js'
 import type { CatalogueViewer } from '../../db/repositories/server-filters.js'
 
 /** Who reads or changes the catalogue, and from where (for the audit trail). */

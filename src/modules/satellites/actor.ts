@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify'
-import { userCaller } from '../../auth/current-user.js'
+import { userCaller } from '../../http/current-user.js'
 import { roleHas, type Permission, type TeamPermission } from '../../auth/permissions.js'
 import type { TeamsRepository } from '../../db/repositories/teams.js'
 import type { GlobalRole } from '../../auth/permissions.js'

@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify'
-import { userCaller } from '../../auth/current-user.js'
+import { userCaller } from '../../http/current-user.js'
 import { roleHas } from '../../auth/permissions.js'
 import type { TeamActor } from './service.js'
 import type { MemberViewer } from './view.js'

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import { currentUser } from '../../auth/current-user.js'
+import { currentUser } from '../../http/current-user.js'
 import { ROLE_PERMISSIONS } from '../../auth/permissions.js'
 import { policy } from '../../auth/policies.js'
 import { Ok } from '../../http/envelope.js'

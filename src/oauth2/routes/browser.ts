@@ -1,6 +1,6 @@
 import formBody from '@fastify/formbody'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { userCaller } from '../../auth/current-user.js'
+import { userCaller } from '../../http/current-user.js'
 import { policy } from '../../auth/policies.js'
 import type { SessionCaller } from '../../auth/sessions.js'
 import { AppError } from '../../http/errors.js'

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { policy } from '../../auth/policies.js'
-import { currentUser } from '../../auth/current-user.js'
+import { currentUser } from '../../http/current-user.js'
 import { oauthError } from '../../http/errors.js'
 import { userinfo } from '../metadata.js'
 import { PROTECTED_RESOURCE_PATH, ProtectedResourceAnswer, protectedResourceMetadata, type ResourcePath } from '../protected-resource.js'

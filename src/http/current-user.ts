@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify'
+import type { UserCaller } from '../auth/caller.js'
 import type { UserRow, UsersRepository } from '../db/repositories/users.js'
-import type { UserCaller } from './caller.js'
-import { errors } from '../http/errors.js'
+import { errors } from './errors.js'
 
 /** The caller, who must be a user (every session or dual route guarantees it). */
 export function userCaller(request: FastifyRequest): UserCaller {
