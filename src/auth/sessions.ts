@@ -1,5 +1,5 @@
 import type { CookieSerializeOptions } from '@fastify/cookie'
-import type { FastifyReply } from 'fastify'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Config } from '../config.js'
 import { newId } from '../db/ids.js'
 import type { SessionsRepository } from '../db/repositories/sessions.js'
@@ -73,4 +73,15 @@ export class SessionService {
   clearCookie(reply: FastifyReply): void {
     reply.setCookie(SESSION_COOKIE, '', { ...this.cookie, maxAge: 0 })
   }
+}
+
+/**
+ * The browser's session, if its cookie is valid (public routes that adapt to a signed-in user);
+ * a session this request renewed gets its cookie again.
+ */
+export async function optionalSession(sessions: Pick<SessionService, 'verify' | 'setCookie'>, request: FastifyRequest, reply: FastifyReply): Promise<SessionCaller | null> {
+  const id = request.cookies[SESSION_COOKIE]
+  const session = id ? await sessions.verify(id) : null
+  if (id && session?.renewedUntil !== undefined) sessions.setCookie(reply, id, session.renewedUntil)
+  return session
 }

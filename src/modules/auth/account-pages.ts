@@ -4,9 +4,9 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import { Type } from 'typebox'
 import { SESSION_COOKIE } from '../../auth/credentials-from-request.js'
 import { policy } from '../../auth/policies.js'
+import { optionalSession } from '../../auth/sessions.js'
 import { AppError } from '../../http/errors.js'
 import { prefersHtml, sendPage } from '../../http/pages.js'
-import { optionalSession } from '../../oauth2/routes/shared.js'
 import { Email } from '../users/schemas.js'
 import { FormTokens, type AccountForm } from './form-tokens.js'
 import { ACCOUNT_PAGES, forgotPasswordHref, RESEND_VERIFICATION_LINK, SIGN_IN_LINK } from './page-links.js'
@@ -93,7 +93,7 @@ export const accountPageRoutes: FastifyPluginAsyncTypebox<AccountPagesOptions> =
       response: { 200: Page, 303: SeeOther },
     },
   }, async (request, reply) => {
-    if ((await optionalSession(app, request, reply)) !== null) return reply.redirect(ACCOUNT_PAGES.account, 303)
+    if ((await optionalSession(app.services.sessions, request, reply)) !== null) return reply.redirect(ACCOUNT_PAGES.account, 303)
     const notice: Notice | undefined = request.query.signed_out === '1' ? { tone: 'success', text: SIGNED_OUT } : undefined
     return sendPage(reply, 200, await renderSignIn(request, reply, notice))
   })
@@ -141,7 +141,7 @@ export const accountPageRoutes: FastifyPluginAsyncTypebox<AccountPagesOptions> =
       response: { 200: Page, 303: SeeOther },
     },
   }, async (request, reply) => {
-    const session = await optionalSession(app, request, reply)
+    const session = await optionalSession(app.services.sessions, request, reply)
     if (session === null) return reply.redirect(ACCOUNT_PAGES.signIn, 303)
     return sendPage(reply, 200, await renderAccount(request, reply, session.user, session.credentialId))
   })
@@ -165,7 +165,7 @@ export const accountPageRoutes: FastifyPluginAsyncTypebox<AccountPagesOptions> =
     },
   }, async (request, reply) => {
     refuseCrossSite(request)
-    const session = await optionalSession(app, request, reply)
+    const session = await optionalSession(app.services.sessions, request, reply)
     if (session !== null) {
       if (!tokens.valid(request, 'sign-out', request.body.csrf_token, session.credentialId)) {
         return refuseWithPage(request, reply, staleForm(), () =>

@@ -1,8 +1,8 @@
 import formBody from '@fastify/formbody'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { userCaller } from '../../http/current-user.js'
 import { policy } from '../../auth/policies.js'
-import type { SessionCaller } from '../../auth/sessions.js'
+import { optionalSession, type SessionCaller } from '../../auth/sessions.js'
+import { userCaller } from '../../http/current-user.js'
 import { AppError } from '../../http/errors.js'
 import { clientHost, type OAuthClient } from '../clients.js'
 import { consentPage, signInPage } from '../pages.js'
@@ -10,7 +10,7 @@ import { forgotPasswordHref } from '../../modules/auth/page-links.js'
 import { AuthorizeQuery, ConsentBody, ConsentDetails, ConsentLoginBody, ConsentQuery, DecisionAnswer, Redirect, tags } from '../schemas.js'
 import { describeScopes } from '../scopes.js'
 import { sendPage } from '../../http/pages.js'
-import { describeValidation, failPage, isForm, optionalSession, START_AGAIN, wantsJson } from './shared.js'
+import { describeValidation, failPage, isForm, START_AGAIN, wantsJson } from './shared.js'
 
 /**
  * The CSP form-action sources a sign-in or consent page needs besides its own origin. Browsers
@@ -65,7 +65,7 @@ export const browserRoutes: FastifyPluginAsyncTypebox = async (app) => {
     try {
       // A bad parameter is the client's to hear about once its identity and redirect URI are known.
       const invalid = request.validationError ? describeValidation(request.validationError) : undefined
-      return reply.redirect(await oauth().authorization.authorize(request.query, await optionalSession(app, request, reply), { ip: request.ip }, invalid), 302)
+      return reply.redirect(await oauth().authorization.authorize(request.query, await optionalSession(app.services.sessions, request, reply), { ip: request.ip }, invalid), 302)
     } catch (error) {
       return failPage(request, reply, error)
     }
@@ -87,7 +87,7 @@ export const browserRoutes: FastifyPluginAsyncTypebox = async (app) => {
       response: { 200: ConsentDetails, 302: Redirect },
     },
   }, async (request, reply) => {
-    const session = await optionalSession(app, request, reply)
+    const session = await optionalSession(app.services.sessions, request, reply)
     const requestId = request.query.request_id
     let view
     try {

@@ -1,6 +1,4 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { SESSION_COOKIE } from '../../auth/credentials-from-request.js'
-import type { SessionCaller } from '../../auth/sessions.js'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import { AppError } from '../../http/errors.js'
 import { refusalPage, sendPage } from '../../http/pages.js'
 
@@ -31,12 +29,4 @@ export function failPage(request: FastifyRequest, reply: FastifyReply, error: un
   // Retry-After of a 429, for instance.
   if (error.headers) reply.headers(error.headers)
   return sendPage(reply, error.statusCode, refusalPage(error, START_AGAIN))
-}
-
-/** The browser's session, if its cookie is valid (public routes that adapt to a signed-in user). */
-export async function optionalSession(app: FastifyInstance, request: FastifyRequest, reply: FastifyReply): Promise<SessionCaller | null> {
-  const id = request.cookies[SESSION_COOKIE]
-  const session = id ? await app.services.sessions.verify(id) : null
-  if (id && session?.renewedUntil !== undefined) app.services.sessions.setCookie(reply, id, session.renewedUntil)
-  return session
 }
