@@ -52,7 +52,7 @@ import { registrySyncRoutes } from './modules/registry/sync-routes.js'
 import { satelliteAgentRoutes } from './modules/satellites/agent-routes.js'
 import { satelliteRoutes } from './modules/satellites/routes.js'
 import { registrationTokenRoutes } from './modules/satellites/token-routes.js'
-import { pluginsRoutes } from './modules/admin/plugins-routes.js'
+import { pluginsRoutes } from './plugin-host/plugins-routes.js'
 import { PluginHost } from './plugin-host/host.js'
 import { createServices, type OutboundOverrides, type Services } from './services.js'
 

@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import { policy } from '../../auth/policies.js'
-import { Nullable, Ok } from '../../http/envelope.js'
-import type { PluginHost } from '../../plugin-host/host.js'
+import { policy } from '../auth/policies.js'
+import { Nullable, Ok } from '../http/envelope.js'
+import type { PluginHost } from './host.js'
 
 const PluginView = Type.Object({
   id: Type.String({ description: 'The plugin id, which is also its folder name and its URL segment: /api/plugin/{id}.' }),
