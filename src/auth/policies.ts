@@ -1,4 +1,3 @@
-import type { CoreSettingKey, CoreSettings } from '../modules/settings/definitions.js'
 import { isPermission, isTeamPermission, type Permission, type TeamPermission } from './permissions.js'
 
 /**
@@ -17,16 +16,15 @@ interface Requirements {
   teamPermission?: TeamPermission
 }
 
-/** The core's boolean settings, and a plugin's (`plugin.<id>.<key>`), checked at run time. */
-export type BooleanSettingKey = { [K in CoreSettingKey]: CoreSettings[K]['type'] extends 'boolean' ? K : never }[CoreSettingKey] | `plugin.${string}`
-
 interface DualOptions extends Requirements {
   /**
    * A boolean setting that opens the route to anonymous callers while it is true (the
    * sub-registry API when the operator makes it public). A caller who presents a credential is
-   * still identified and checked as usual, so a bad one is refused (401) even then.
+   * still identified and checked as usual, so a bad one is refused (401) even then. The key is
+   * checked when the request comes: one that names no boolean setting keeps the route closed.
+   * Core routes write `'<key>' satisfies BooleanSettingKey` (from the settings definitions).
    */
-  publicWhen?: BooleanSettingKey
+  publicWhen?: string
 }
 
 interface SatelliteOptions {

@@ -5,6 +5,7 @@ import { registryEntriesRepository } from '../../db/repositories/registry-entrie
 import { serversRepository } from '../../db/repositories/servers.js'
 import type { Database } from '../../db/types.js'
 import { SerializedAnswers } from '../../http/serializers.js'
+import type { BooleanSettingKey } from '../settings/definitions.js'
 import { OFFICIAL_META, SERVER_SCHEMA_URL } from './server-json.js'
 import { namespaceOf } from './server-json-export.js'
 import { SubRegistry, type Missing, type RegistryList } from './sub-registry.js'
@@ -18,7 +19,7 @@ import { SubRegistry, type Missing, type RegistryList } from './sub-registry.js'
  */
 
 const tags = ['MCP Registry']
-const read = policy.dual('mcp:read', { permission: 'mcp.servers.read', publicWhen: 'catalogue.registry_api_public' })
+const read = policy.dual('mcp:read', { permission: 'mcp.servers.read', publicWhen: 'catalogue.registry_api_public' satisfies BooleanSettingKey })
 const closed = { additionalProperties: false } as const
 
 const ACCESS_TEXT =

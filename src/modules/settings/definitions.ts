@@ -1,5 +1,5 @@
 import type { Config } from '../../config.js'
-import { baseUrlProblem } from './rules.js'
+import { baseUrlProblem, clientCredentialProblem } from './rules.js'
 
 /**
  * Settings are defined here, in code, by group, with a type and a default. The
@@ -84,11 +84,11 @@ export const CORE_SETTINGS = {
     description: 'Enables sign-in through the identity provider (also needs a client id and secret).',
   }),
   'provider.oauth.client_id': define({
-    group: 'provider-oauth', type: 'string', default: '', name: 'Client ID', max: 255,
+    group: 'provider-oauth', type: 'string', default: '', name: 'Client ID', max: 255, rule: clientCredentialProblem,
     description: 'OAuth client id registered at the identity provider.',
   }),
   'provider.oauth.client_secret': define({
-    group: 'provider-oauth', type: 'string', default: '', name: 'Client secret', encrypted: true, max: 1024,
+    group: 'provider-oauth', type: 'string', default: '', name: 'Client secret', encrypted: true, max: 1024, rule: clientCredentialProblem,
     description: 'OAuth client secret registered at the identity provider (stored encrypted).',
   }),
   'provider.oauth.callback_url': define({
@@ -134,6 +134,9 @@ export const CORE_SETTINGS = {
 export type CoreSettings = typeof CORE_SETTINGS
 export type CoreSettingKey = keyof CoreSettings
 export type CoreSettingValue<K extends CoreSettingKey> = SettingValueOf<CoreSettings[K]['type']>
+
+/** The core's boolean settings, and a plugin's (`plugin.<id>.<key>`): what a dual route's `publicWhen` may name. */
+export type BooleanSettingKey = { [K in CoreSettingKey]: CoreSettings[K]['type'] extends 'boolean' ? K : never }[CoreSettingKey] | `plugin.${string}`
 
 export function defaultValue(definition: SettingDefinition, config: Config): SettingPrimitive {
   return typeof definition.default === 'function' ? definition.default(config) : definition.default
