@@ -28,3 +28,12 @@ export function baseUrlProblem(value: string): string | null {
   if (value.includes('?') || value.includes('#')) return 'must not have a query or a fragment'
   return null
 }
+
+/**
+ * An OAuth client id or secret as RFC 6749 (Appendix A.1, A.2) defines them: visible ASCII and
+ * spaces only (VSCHAR, %x20-7E). The provider client refuses anything else when it builds the
+ * sign-in redirect, and the Basic authorization header could not carry it.
+ */
+export function clientCredentialProblem(value: string): string | null {
+  return /^[\x20-\x7e]*$/.test(value) ? null : 'must hold only visible ASCII characters and spaces (RFC 6749, Appendix A)'
+}
