@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { policy } from '../auth/policies.js'
 import { errors } from '../http/errors.js'
-import { API_VERSION } from '../http/openapi.js'
+import { API_VERSION } from './openapi.js'
 import { packageVersion } from '../paths.js'
 import type { DatabaseLifecycle } from './lifecycle.js'
 import { DbSetupBody, DbStatus, Health, Ready } from './schemas.js'

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { API_VERSION } from '../../src/http/openapi.js'
+import { API_VERSION } from '../../src/system/openapi.js'
 import { DIALECTS } from '../helpers/database.js'
 import { createTestContext, type TestApp, type TestContext } from '../helpers/app.js'
 
