@@ -10,38 +10,23 @@
  *
  * Chromium missing → the test fails under CI and is skipped with a message elsewhere.
  */
-import { existsSync } from 'node:fs'
 import type { FastifyInstance } from 'fastify'
-import { chromium, type Browser as Chromium, type BrowserContext, type Page } from 'playwright-core'
+import type { BrowserContext, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createTestContext, type TestContext } from '../helpers/app.js'
+import { chromiumRequired, useChromium } from '../helpers/chromium.js'
 import { DIALECTS } from '../helpers/database.js'
 import { authorizeParams, authorizeUrl, LOOPBACK_REDIRECT_URI, pkce } from '../helpers/oauth.js'
 import { freePort } from '../helpers/oauth-e2e.js'
 import { smtpSettings, startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js'
 
-const CHROMIUM = '/usr/bin/chromium'
-const available = existsSync(CHROMIUM)
-const mustRun = available || process.env.CI !== undefined
-if (!mustRun) console.warn(`account-pages-browser.test.ts skipped: no Debian chromium at ${CHROMIUM} (apt-get install chromium)`)
-
-const CHROMIUM_ARGS = [
-  '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync',
-]
 const USERNAME = 'walker'
 const EMAIL = 'walker@example.test'
 const PASSWORD = 'first password 1'
 const NEW_PASSWORD = 'second password 2'
 
-describe.skipIf(!mustRun)('the account pages in headless Chromium', () => {
-  let chromiumBrowser: Chromium | undefined
-
-  beforeAll(async () => {
-    if (!available) throw new Error(`Debian chromium is required at ${CHROMIUM} under CI`)
-    chromiumBrowser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true })
-  }, 60_000)
-  afterAll(() => chromiumBrowser?.close())
+describe.skipIf(!chromiumRequired)('the account pages in headless Chromium', () => {
+  const chromiumBrowser = useChromium('account-pages-browser.test.ts')
 
   describe.each(DIALECTS)('on %s', (dialect) => {
     let ctx: TestContext
@@ -81,7 +66,7 @@ describe.skipIf(!mustRun)('the account pages in headless Chromium', () => {
       })
       expect(registered.status).toBe(201)
 
-      context = await chromiumBrowser!.newContext()
+      context = await chromiumBrowser().newContext()
       // Reports a violation even when the browser would not log one; the pages themselves run no script.
       await context.addInitScript({
         content: "document.addEventListener('securitypolicyviolation', (event) => console.error(`CSP violation: ${event.violatedDirective} ${event.blockedURI}`))",

@@ -8,35 +8,20 @@
  *
  * Chromium missing → the test fails under CI and is skipped with a message elsewhere.
  */
-import { existsSync } from 'node:fs'
 import type { FastifyInstance } from 'fastify'
-import { chromium, type Browser as Chromium, type ConsoleMessage } from 'playwright-core'
+import type { ConsoleMessage } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createTestContext, type TestContext } from '../helpers/app.js'
+import { chromiumRequired, useChromium } from '../helpers/chromium.js'
 import { DIALECTS } from '../helpers/database.js'
 import { freePort } from '../helpers/oauth-e2e.js'
 import { smtpSettings, startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js'
 
-const CHROMIUM = '/usr/bin/chromium'
-const available = existsSync(CHROMIUM)
-const mustRun = available || process.env.CI !== undefined
-if (!mustRun) console.warn(`reset-page-browser.test.ts skipped: no Debian chromium at ${CHROMIUM} (apt-get install chromium)`)
-
-const CHROMIUM_ARGS = [
-  '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync',
-]
 const PASSWORD = 'first password 1'
 const NEW_PASSWORD = 'second password 2'
 
-describe.skipIf(!mustRun)('the password reset page in headless Chromium', () => {
-  let chromiumBrowser: Chromium | undefined
-
-  beforeAll(async () => {
-    if (!available) throw new Error(`Debian chromium is required at ${CHROMIUM} under CI`)
-    chromiumBrowser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true })
-  }, 60_000)
-  afterAll(() => chromiumBrowser?.close())
+describe.skipIf(!chromiumRequired)('the password reset page in headless Chromium', () => {
+  const chromiumBrowser = useChromium('reset-page-browser.test.ts')
 
   describe.each(DIALECTS)('on %s', (dialect) => {
     let ctx: TestContext
@@ -69,7 +54,7 @@ describe.skipIf(!mustRun)('the password reset page in headless Chromium', () => 
       expect(mailed.port).toBe(String(port))
       const atLoggedAddress = `http://127.0.0.1:${port}${mailed.pathname}${mailed.search}`
 
-      const context = await chromiumBrowser!.newContext()
+      const context = await chromiumBrowser().newContext()
       const page = await context.newPage()
       const cspReports: string[] = []
       page.on('console', (message: ConsoleMessage) => {

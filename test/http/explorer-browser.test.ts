@@ -9,25 +9,16 @@
  *
  * Chromium missing → the test fails under CI and is skipped with a message elsewhere.
  */
-import { existsSync } from 'node:fs'
 import type { FastifyInstance } from 'fastify'
-import { chromium, type Browser as Chromium, type Page } from 'playwright-core'
+import type { Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { DEFAULT_PASSWORD, registerAndLogin } from '../helpers/accounts.js'
 import { createTestContext, type TestContext } from '../helpers/app.js'
+import { chromiumRequired, useChromium } from '../helpers/chromium.js'
 import { DIALECTS } from '../helpers/database.js'
 import { issueTokens } from '../helpers/oauth.js'
 import { freePort } from '../helpers/oauth-e2e.js'
 
-const CHROMIUM = '/usr/bin/chromium'
-const available = existsSync(CHROMIUM)
-const mustRun = available || process.env.CI !== undefined
-if (!mustRun) console.warn(`explorer-browser.test.ts skipped: no Debian chromium at ${CHROMIUM} (apt-get install chromium)`)
-
-const CHROMIUM_ARGS = [
-  '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync',
-]
 const USERNAME = 'explorer'
 
 interface Operation {
@@ -40,14 +31,8 @@ const GET_ME: Operation = { element: 'operations-Users-getUsersMe', method: 'GET
 const LOGIN: Operation = { element: 'operations-Authentication-postAuthEmailLogin', method: 'POST', path: '/api/auth/email/login' }
 const CREATE_TEAM: Operation = { element: 'operations-Teams-postTeams', method: 'POST', path: '/api/teams' }
 
-describe.skipIf(!mustRun)('the API explorer in headless Chromium', () => {
-  let chromiumBrowser: Chromium | undefined
-
-  beforeAll(async () => {
-    if (!available) throw new Error(`Debian chromium is required at ${CHROMIUM} under CI`)
-    chromiumBrowser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true })
-  }, 60_000)
-  afterAll(() => chromiumBrowser?.close())
+describe.skipIf(!chromiumRequired)('the API explorer in headless Chromium', () => {
+  const chromiumBrowser = useChromium('explorer-browser.test.ts')
 
   describe.each(DIALECTS)('on %s', (dialect) => {
     let ctx: TestContext
@@ -58,7 +43,7 @@ describe.skipIf(!mustRun)('the API explorer in headless Chromium', () => {
 
     /** A fresh browser (no cookies) on the explorer's page, once Swagger UI has drawn the operations. */
     async function openExplorer(): Promise<Page> {
-      const page = await (await chromiumBrowser!.newContext()).newPage()
+      const page = await (await chromiumBrowser().newContext()).newPage()
       expect((await page.goto(`${base}/documentation`))?.status()).toBe(200)
       await page.locator(`#${GET_ME.element}`).waitFor({ timeout: 30_000 })
       return page

@@ -14,30 +14,20 @@
  * One browser for the file, one app per dialect. Chromium missing → the file fails under CI
  * (.ci/run installs it) and is skipped with a message elsewhere.
  */
-import { existsSync } from 'node:fs'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { FastifyInstance } from 'fastify'
 import * as oauth from 'oauth4webapi'
-import { chromium, type Browser as Chromium, type BrowserContext, type Page, type Request } from 'playwright-core'
+import type { BrowserContext, Page, Request } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createTestContext, type TestContext } from '../helpers/app.js'
+import { chromiumRequired, useChromium } from '../helpers/chromium.js'
 import { DIALECTS } from '../helpers/database.js'
 import { expectedEmail, providerSettings, providerUser, startFakeProvider, type FakeProvider } from '../helpers/fake-provider.js'
 import { authorizeAndApprove } from '../helpers/oauth.js'
 import { ALL_SCOPES, CLI_CLIENT_ID, apiJson, cliClient, discover, freePort, insecure, registerOverHttp, type Registered } from '../helpers/oauth-e2e.js'
 import { smtpSettings, startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js'
 
-const CHROMIUM = '/usr/bin/chromium'
-const available = existsSync(CHROMIUM)
-const mustRun = available || process.env.CI !== undefined
-if (!mustRun) console.warn(`browser-paths.test.ts skipped: no Debian chromium at ${CHROMIUM} (apt-get install chromium; .ci/run does)`)
-
-// Headless as root, and no background connections to a closed network.
-const CHROMIUM_ARGS = [
-  '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync',
-]
 const NEW_PASSWORD = 'a brand new password'
 /** How long a walk may take to reach the receiver once the last click is done. */
 const ARRIVAL_MS = 15_000
@@ -94,15 +84,8 @@ interface Arrival {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
-describe.skipIf(!mustRun)('every way out of the OAuth pages, in headless Chromium', () => {
-  let chromiumBrowser: Chromium | undefined
-
-  beforeAll(async () => {
-    if (!available) throw new Error(`Debian chromium is required at ${CHROMIUM} under CI (.ci/run installs it with apt-get)`)
-    // Playwright gives the browser a new, empty --user-data-dir of its own and removes it on close.
-    chromiumBrowser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true })
-  }, 60_000)
-  afterAll(() => chromiumBrowser?.close())
+describe.skipIf(!chromiumRequired)('every way out of the OAuth pages, in headless Chromium', () => {
+  const chromiumBrowser = useChromium('browser-paths.test.ts')
 
   describe.each(DIALECTS)('on %s', (dialect) => {
     let ctx: TestContext
@@ -141,7 +124,7 @@ describe.skipIf(!mustRun)('every way out of the OAuth pages, in headless Chromiu
     })
 
     async function openTab(session?: string): Promise<Tab> {
-      const context = await chromiumBrowser!.newContext()
+      const context = await chromiumBrowser().newContext()
       if (session !== undefined) {
         const [name, value] = [session.slice(0, session.indexOf('=')), session.slice(session.indexOf('=') + 1)]
         await context.addCookies([{ name, value, url: base }])

@@ -1,11 +1,11 @@
-import { existsSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { sql } from 'drizzle-orm'
 import type { FastifyInstance } from 'fastify'
-import { chromium, type Browser as Chromium, type Request } from 'playwright-core'
+import type { Request } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createTestContext, type TestContext } from '../helpers/app.js'
+import { chromiumRequired, useChromium } from '../helpers/chromium.js'
 import { DIALECTS } from '../helpers/database.js'
 import {
   authorizeAndApprove, authorizeParams, consentRequestId, locationOf, locationParams, pkce, startAuthorization,
@@ -68,14 +68,6 @@ describe.each(DIALECTS)('remembered consent is bound to the approved redirect UR
   })
 })
 
-const CHROMIUM = '/usr/bin/chromium'
-const available = existsSync(CHROMIUM)
-const mustRun = available || process.env.CI !== undefined
-const CHROMIUM_ARGS = [
-  '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync',
-]
-
 /** A local process listening on a loopback port: it records every request it gets. */
 async function listener(): Promise<{ server: Server; port: number; hits: string[] }> {
   const hits: string[] = []
@@ -88,14 +80,8 @@ async function listener(): Promise<{ server: Server; port: number; hits: string[
   return { server, port: (server.address() as AddressInfo).port, hits }
 }
 
-describe.skipIf(!mustRun)('the loopback port case in headless Chromium', () => {
-  let chromiumBrowser: Chromium | undefined
-
-  beforeAll(async () => {
-    if (!available) throw new Error(`Debian chromium is required at ${CHROMIUM} under CI`)
-    chromiumBrowser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true })
-  }, 60_000)
-  afterAll(() => chromiumBrowser?.close())
+describe.skipIf(!chromiumRequired)('the loopback port case in headless Chromium', () => {
+  const chromiumBrowser = useChromium('oauth-consent-redirect-uri.test.ts')
 
   describe.each(DIALECTS)('on %s', (dialect) => {
     let ctx: TestContext
@@ -113,7 +99,7 @@ describe.skipIf(!mustRun)('the loopback port case in headless Chromium', () => {
       const user = await registerOverHttp(base, 'ports_browser_user')
       const portA = await listener()
       const portB = await listener()
-      const context = await chromiumBrowser!.newContext()
+      const context = await chromiumBrowser().newContext()
       try {
         await context.addCookies([{ name: 'auth_session', value: user.cookie.slice('auth_session='.length), url: base }])
         const page = await context.newPage()

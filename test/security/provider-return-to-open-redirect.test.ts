@@ -7,14 +7,13 @@
  * existed is checked again at the redirect. One run in headless Chromium shows where a real browser
  * ends up.
  */
-import { existsSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { chromium, type Browser as Chromium } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { register } from '../helpers/accounts.js'
 import { createTestContext, type TestContext } from '../helpers/app.js'
 import { browser } from '../helpers/browser.js'
+import { chromiumRequired, useChromium } from '../helpers/chromium.js'
 import { DIALECTS } from '../helpers/database.js'
 import {
   describeFlow, PAGE_URL, providerSignIn, providerUser, startProviderLoginApp, whoAmI, type ProviderLoginApp, type SignIn,
@@ -120,24 +119,13 @@ describe.each(DIALECTS)('return_to after provider sign-in on %s', (dialect) => {
   )
 })
 
-const CHROMIUM = '/usr/bin/chromium'
-const available = existsSync(CHROMIUM)
-const mustRun = available || process.env.CI !== undefined
-if (!mustRun) console.warn(`provider-return-to-open-redirect.test.ts: the Chromium part is skipped (no Debian chromium at ${CHROMIUM})`)
-const CHROMIUM_ARGS = [
-  '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync',
-]
-
-describe.skipIf(!mustRun)('return_to with a TAB in headless Chromium', () => {
-  let chromiumBrowser: Chromium | undefined
+describe.skipIf(!chromiumRequired)('return_to with a TAB in headless Chromium', () => {
+  const chromiumBrowser = useChromium('provider-return-to-open-redirect.test.ts')
   let evil: Server
   let evilOrigin: string
   const evilVisits: string[] = []
 
   beforeAll(async () => {
-    if (!available) throw new Error(`Debian chromium is required at ${CHROMIUM} under CI`)
-    chromiumBrowser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true })
     // "evil.example": a second loopback origin that records whoever arrives.
     evil = createServer((request, response) => {
       evilVisits.push(request.url ?? '')
@@ -145,9 +133,8 @@ describe.skipIf(!mustRun)('return_to with a TAB in headless Chromium', () => {
     })
     await new Promise<void>((resolve) => evil.listen(0, '127.0.0.1', resolve))
     evilOrigin = `http://127.0.0.1:${(evil.address() as AddressInfo).port}`
-  }, 60_000)
+  })
   afterAll(async () => {
-    await chromiumBrowser?.close()
     await new Promise((resolve) => evil?.close(resolve))
   })
 
@@ -170,7 +157,7 @@ describe.skipIf(!mustRun)('return_to with a TAB in headless Chromium', () => {
     it('the browser ends on this service, not on the other origin, and is signed in', async () => {
       harness.provider.configure({ user: providerUser() })
       const hostile = `/\t/${new URL(evilOrigin).host}/`
-      const context = await chromiumBrowser!.newContext()
+      const context = await chromiumBrowser().newContext()
       const page = await context.newPage()
       try {
         await page.goto(`${harness.base}/api/auth/provider/login?return_to=${encodeURIComponent(hostile)}`)
