@@ -14,6 +14,8 @@ const TEAM_USER = [
   'team.members.view',
   'mcp.servers.read',
   'mcp.categories.view',
+  // The catalogue servers the team runs (its installations).
+  'team.installations.view',
 ] as const
 
 const TEAM_ADMIN = [
@@ -23,6 +25,9 @@ const TEAM_ADMIN = [
   'team.members.manage',
   'team.satellites.view',
   'team.satellites.manage',
+  'team.installations.manage',
+  // The catalogue servers only this team sees (its team servers).
+  'team.servers.manage',
 ] as const
 
 const GLOBAL_USER = ['teams.create', 'mcp.servers.read', 'mcp.categories.view'] as const

@@ -55,8 +55,9 @@ describe.each(DIALECTS)('GET /api/roles on %s', (dialect) => {
       'users.view users.edit users.delete roles.manage settings.view settings.edit audit.view email.test plugins.view teams.view_all': ['global_admin'],
       'mcp.servers.manage mcp.categories.manage mcp.versions.manage satellites.view satellites.manage': ['global_admin'],
       'teams.create': ['global_admin', 'global_user'],
-      'team.view team.members.view': ['global_admin', 'team_admin', 'team_user'],
+      'team.view team.members.view team.installations.view': ['global_admin', 'team_admin', 'team_user'],
       'team.edit team.delete team.members.manage team.satellites.view team.satellites.manage': ['global_admin', 'team_admin'],
+      'team.installations.manage team.servers.manage': ['global_admin', 'team_admin'],
       'mcp.servers.read mcp.categories.view': ['global_admin', 'global_user', 'team_admin', 'team_user'],
     }
     for (const [permissions, holders] of Object.entries(table)) {
