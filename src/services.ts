@@ -166,7 +166,7 @@ export async function createServices(database: Database, { config, clock, log, l
     log.warn({ extension: 'pg_trgm' }, 'pg_trgm is not installed in this database: catalogue search matches words and word prefixes but not typos (CREATE EXTENSION pg_trgm, then restart, to enable)')
   }
   const search = serverSearch(database, { trigram })
-  const serverService = new ServerService({ database, servers, categories, search, audit, clock })
+  const serverService = new ServerService({ database, servers, categories, teams, search, audit, clock })
   const registrationTokenRows = registrationTokensRepository(database)
   const registrationTokens = new RegistrationTokens({
     database, tokens: registrationTokenRows, teams, audit, clock,

@@ -155,7 +155,12 @@ export const ServerView = Type.Object({
   }],
 })
 
-export const ServerParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100, description: 'The id or the slug.' }) }, closed)
+const ServerKey = Type.String({ minLength: 1, maxLength: 100, description: 'The id or the slug.' })
+const TeamId = Type.String({ minLength: 1, maxLength: 100, description: 'The team that owns the server.' })
+
+export const ServerParams = Type.Object({ id: ServerKey }, closed)
+export const TeamParams = Type.Object({ teamId: TeamId }, closed)
+export const TeamServerParams = Type.Object({ teamId: TeamId, id: ServerKey }, closed)
 export const ServerEnvelope = Ok(Type.Object({ server: ServerView }))
 export const ServerPage = Ok(Type.Object({ servers: Type.Array(ServerView), pagination: Pagination }))
 
@@ -206,7 +211,9 @@ export const VersionView = Type.Object({
   }],
 })
 
-export const VersionParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100, description: 'The server id or slug.' }), versionId: Id }, closed)
+const VersionServerKey = Type.String({ minLength: 1, maxLength: 100, description: 'The server id or slug.' })
+export const VersionParams = Type.Object({ id: VersionServerKey, versionId: Id }, closed)
+export const TeamVersionParams = Type.Object({ teamId: TeamId, id: VersionServerKey, versionId: Id }, closed)
 export const VersionListQuery = Type.Object({ ...PaginationQuery }, closed)
 
 export const CreateVersionBody = Type.Object({

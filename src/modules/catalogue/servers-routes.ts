@@ -6,12 +6,16 @@ import type { Page } from '../../db/repositories/servers.js'
 import { paginate } from '../../http/envelope.js'
 import { SerializedAnswers } from '../../http/serializers.js'
 import { catalogueActor } from './actor.js'
-import { CreateServerBody, Done, ServerEnvelope, ServerListQuery, ServerPage, ServerParams, ServerSearchQuery, UpdateServerBody } from './schemas.js'
+import { CreateServerBody, Done, ServerEnvelope, ServerListQuery, ServerPage, ServerParams, ServerSearchQuery, TeamParams, TeamServerParams, UpdateServerBody } from './schemas.js'
+import { GLOBAL_OWNER, teamOwner } from './servers.js'
 import { serverView } from './views.js'
 
 const tags = ['MCP Catalogue']
 const read = policy.dual('mcp:read', { permission: 'mcp.servers.read' })
+const teamTags = [...tags, 'Teams']
 const manage = policy.session({ permission: 'mcp.servers.manage' })
+/** A team's admins (and global admins) manage its servers; checked before the body is read. */
+const manageTeam = policy.session({ teamPermission: 'team.servers.manage' })
 
 const filterOf = (query: { category_id?: string; status?: ServerFilter['status']; transport_type?: ServerFilter['transportType']; language?: string; runtime?: string; featured?: boolean; tag?: string }): ServerFilter => ({
   categoryId: query.category_id,
@@ -32,6 +36,17 @@ const answers = new SerializedAnswers<Page<ServerRow>>()
 
 const sendPage = (reply: FastifyReply, page: Page<ServerRow>, limit: number, offset: number): FastifyReply =>
   answers.send(reply, page, () => ({ success: true, data: { servers: page.rows.map(serverView), pagination: paginate(page.total, limit, offset) } }))
+
+const CREATE_TEXT = [
+  'Without `slug`, one is derived from the name and made unique (`name`, `name-2`, …); an explicit slug that is taken → 409 SLUG_TAKEN.',
+  'Slugs are unique across global and team servers.',
+  'URLs must be http or https. Packages follow their registry type (npm, pypi, docker, oci, nuget, mcpb); tags are normalized, at most 20.',
+].join(' ')
+const UPDATE_TEXT = 'Only the fields sent change; `null` clears an optional field. The slug may change to a free one only (409 SLUG_TAKEN); renaming keeps the slug.'
+const TEAM_TEXT = [
+  "A team server has the fields and rules of a global one, but only the team's members (and global admins) see it in every catalogue read.",
+  "For the team's team_admins and global admins; a non-member gets 404, a team_user 403.",
+].join(' ')
 
 const FILTERS_TEXT = 'Filters combine (AND): `category_id`, `status`, `transport_type`, `featured` match exactly; `language`, `runtime` and `tag` case-insensitively.'
 
@@ -82,14 +97,11 @@ export const serverRoutes: FastifyPluginAsyncTypebox = async (app) => {
     config: { auth: manage },
     schema: {
       tags, summary: 'Create a global server (visible to everyone)',
-      description: [
-        'Without `slug`, one is derived from the name and made unique (`name`, `name-2`, …); an explicit slug that is taken → 409 SLUG_TAKEN.',
-        'URLs must be http or https. Packages follow their registry type (npm, pypi, docker, oci, nuget, mcpb); tags are normalized, at most 20.',
-      ].join(' '),
+      description: CREATE_TEXT,
       body: CreateServerBody, response: { 201: ServerEnvelope },
     },
   }, async (request, reply) => {
-    const server = await servers().createGlobal(request.body, catalogueActor(request))
+    const server = await servers().create(GLOBAL_OWNER, request.body, catalogueActor(request))
     return reply.code(201).send({ success: true as const, message: 'Server created.', data: { server: serverView(server) } })
   })
 
@@ -97,11 +109,11 @@ export const serverRoutes: FastifyPluginAsyncTypebox = async (app) => {
     config: { auth: manage },
     schema: {
       tags, summary: 'Change a global server (partial), by id or slug',
-      description: 'Only the fields sent change; `null` clears an optional field. The slug may change to a free one only (409 SLUG_TAKEN); renaming keeps the slug.',
+      description: UPDATE_TEXT,
       params: ServerParams, body: UpdateServerBody, response: { 200: ServerEnvelope },
     },
   }, async (request) => {
-    const server = await servers().updateGlobal(request.params.id, request.body, catalogueActor(request))
+    const server = await servers().update(GLOBAL_OWNER, request.params.id, request.body, catalogueActor(request))
     return { success: true as const, message: 'Server updated.', data: { server: serverView(server) } }
   })
 
@@ -109,7 +121,43 @@ export const serverRoutes: FastifyPluginAsyncTypebox = async (app) => {
     config: { auth: manage },
     schema: { tags, summary: 'Delete a global server and its versions', params: ServerParams, response: { 200: Done } },
   }, async (request) => {
-    await servers().deleteGlobal(request.params.id, catalogueActor(request))
+    await servers().delete(GLOBAL_OWNER, request.params.id, catalogueActor(request))
+    return { success: true as const, message: 'Server deleted.' }
+  })
+
+  app.post('/api/teams/:teamId/mcp/servers', {
+    config: { auth: manageTeam },
+    schema: {
+      tags: teamTags, summary: 'Create a team server (visible to that team only)',
+      description: `${TEAM_TEXT} 404 when the team does not exist. ${CREATE_TEXT}`,
+      params: TeamParams, body: CreateServerBody, response: { 201: ServerEnvelope },
+    },
+  }, async (request, reply) => {
+    const server = await servers().create(teamOwner(request.params.teamId), request.body, catalogueActor(request))
+    return reply.code(201).send({ success: true as const, message: 'Server created.', data: { server: serverView(server) } })
+  })
+
+  app.put('/api/teams/:teamId/mcp/servers/:id', {
+    config: { auth: manageTeam },
+    schema: {
+      tags: teamTags, summary: "Change one of the team's servers (partial), by id or slug",
+      description: `${TEAM_TEXT} 404 for a server that is not this team's. ${UPDATE_TEXT}`,
+      params: TeamServerParams, body: UpdateServerBody, response: { 200: ServerEnvelope },
+    },
+  }, async (request) => {
+    const server = await servers().update(teamOwner(request.params.teamId), request.params.id, request.body, catalogueActor(request))
+    return { success: true as const, message: 'Server updated.', data: { server: serverView(server) } }
+  })
+
+  app.delete('/api/teams/:teamId/mcp/servers/:id', {
+    config: { auth: manageTeam },
+    schema: {
+      tags: teamTags, summary: "Delete one of the team's servers and its versions",
+      description: `${TEAM_TEXT} 404 for a server that is not this team's.`,
+      params: TeamServerParams, response: { 200: Done },
+    },
+  }, async (request) => {
+    await servers().delete(teamOwner(request.params.teamId), request.params.id, catalogueActor(request))
     return { success: true as const, message: 'Server deleted.' }
   })
 }

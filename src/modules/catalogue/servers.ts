@@ -4,6 +4,7 @@ import type { CategoriesRepository } from '../../db/repositories/categories.js'
 import type { ServerSearch } from '../../db/repositories/server-search.js'
 import { caseKey, normalizeTag, type ServerFilter, type ServerRow, type ServerSort } from '../../db/repositories/server-filters.js'
 import type { Page, ServerPatch, ServersRepository } from '../../db/repositories/servers.js'
+import type { TeamsRepository } from '../../db/repositories/teams.js'
 import { newId } from '../../db/ids.js'
 import type { Database, Db } from '../../db/types.js'
 import { errors } from '../../http/errors.js'
@@ -28,12 +29,26 @@ const CREATE_DEFAULTS = {
 
 const slugTaken = (slug: string) => errors.conflict('SLUG_TAKEN', `The slug "${slug}" belongs to another server.`)
 
-/** Global servers of the catalogue, the list and the search. No Fastify types here. */
+/**
+ * Who a server belongs to: the whole catalogue (`global`, visible to everyone) or one team
+ * (`team`, visible to that team's members and to global admins).
+ */
+export type ServerOwner = { visibility: 'global' } | { visibility: 'team'; teamId: string }
+
+export const GLOBAL_OWNER: ServerOwner = { visibility: 'global' }
+export const teamOwner = (teamId: string): ServerOwner => ({ visibility: 'team', teamId })
+
+/** The audit details that name a team server's team (none for a global server). */
+export const teamOf = (server: Pick<ServerRow, 'ownerTeamId'>): { team_id?: string } =>
+  server.ownerTeamId === null ? {} : { team_id: server.ownerTeamId }
+
+/** The servers of the catalogue (global and team), the list and the search. No Fastify types here. */
 export class ServerService {
   constructor(private readonly deps: {
     database: Database
     servers: ServersRepository
     categories: CategoriesRepository
+    teams: TeamsRepository
     search: ServerSearch
     audit: AuditLog
     clock: Clock
@@ -65,17 +80,20 @@ export class ServerService {
 
   /**
    * An explicit slug must be free (409 SLUG_TAKEN); a slug derived from the name takes the first
-   * free one of `name`, `name-2`, `name-3`… The unique index decides in both cases.
+   * free one of `name`, `name-2`, `name-3`… The unique index decides in both cases, across global
+   * and team servers alike: a slug names one server in every path that takes one.
    */
-  async createGlobal(input: CreateServerInput, actor: CatalogueActor): Promise<ServerRow> {
+  async create(owner: ServerOwner, input: CreateServerInput, actor: CatalogueActor): Promise<ServerRow> {
     const { database, servers, audit } = this.deps
     const now = this.now()
     const name = input.name.trim()
     const fields = {
       ...CREATE_DEFAULTS, ...serverPatch(input), name, sortName: name.toLowerCase(),
-      id: newId(), visibility: 'global' as const, ownerTeamId: null, createdBy: actor.userId, createdAt: now, updatedAt: now,
+      id: newId(), visibility: owner.visibility, ownerTeamId: owner.visibility === 'team' ? owner.teamId : null,
+      createdBy: actor.userId, createdAt: now, updatedAt: now,
     }
     return catalogueTransaction(database, async (tx) => {
+      await this.checkTeam(owner, tx)
       await this.checkCategory(input.category_id, tx)
       const txServers = servers.with(tx)
       let created: ServerRow | null = null
@@ -87,40 +105,55 @@ export class ServerService {
         created = await insertWithDerivedSlug(name, (slug) => txServers.insert({ ...fields, slug }))
         if (created === null) throw errors.conflict('SLUG_TAKEN', 'No free slug could be derived from the name; give one explicitly.')
       }
-      await audit.record('catalogue.server_created', { actorId: actor.userId, ip: actor.ip, target: created.id, details: { name: created.name, slug: created.slug } }, tx)
+      await audit.record('catalogue.server_created', { actorId: actor.userId, ip: actor.ip, target: created.id, details: { name: created.name, slug: created.slug, ...teamOf(created) } }, tx)
       return created
     })
   }
 
-  /** Partial update of a global server; its slug changes only to a free one. */
-  async updateGlobal(idOrSlug: string, input: UpdateServerInput, actor: CatalogueActor): Promise<ServerRow> {
+  /** Partial update of one of the owner's servers; its slug changes only to a free one. */
+  async update(owner: ServerOwner, idOrSlug: string, input: UpdateServerInput, actor: CatalogueActor): Promise<ServerRow> {
     const { database, servers, audit } = this.deps
-    const { id } = await this.global(idOrSlug, actor)
+    const server = await this.owned(owner, idOrSlug, actor)
     if (input.slug !== undefined && unusableSlug(input.slug)) throw reservedSlug(input.slug)
     return catalogueTransaction(database, async (tx) => {
       await this.checkCategory(input.category_id, tx)
-      const updated = await servers.with(tx).update(id, { ...serverPatch(input), updatedAt: this.now() })
+      const updated = await servers.with(tx).update(server.id, { ...serverPatch(input), updatedAt: this.now() })
       if (updated === 'slug_taken') throw slugTaken(input.slug!)
       if (updated === null) throw errors.notFound('Server')
-      await audit.record('catalogue.server_updated', { actorId: actor.userId, ip: actor.ip, target: id, details: { fields: Object.keys(input) } }, tx)
+      await audit.record('catalogue.server_updated', { actorId: actor.userId, ip: actor.ip, target: server.id, details: { fields: Object.keys(input), ...teamOf(server) } }, tx)
       return updated
     })
   }
 
-  /** Deletes the server with its versions (and its search entry). */
-  async deleteGlobal(idOrSlug: string, actor: CatalogueActor): Promise<void> {
+  /** Deletes one of the owner's servers with its versions (and its search entry). */
+  async delete(owner: ServerOwner, idOrSlug: string, actor: CatalogueActor): Promise<void> {
     const { database, servers, audit } = this.deps
-    const server = await this.global(idOrSlug, actor)
+    const server = await this.owned(owner, idOrSlug, actor)
     await catalogueTransaction(database, async (tx) => {
       if (!(await servers.with(tx).delete(server.id))) throw errors.notFound('Server')
-      await audit.record('catalogue.server_deleted', { actorId: actor.userId, ip: actor.ip, target: server.id, details: { name: server.name, slug: server.slug } }, tx)
+      await audit.record('catalogue.server_deleted', { actorId: actor.userId, ip: actor.ip, target: server.id, details: { name: server.name, slug: server.slug, ...teamOf(server) } }, tx)
     })
   }
 
-  private async global(idOrSlug: string, actor: CatalogueActor): Promise<ServerRow> {
+  /**
+   * By id or slug, a server the caller can see and that belongs to `owner`: 404 otherwise, also
+   * for a server of another team (or a global one asked for under a team's path).
+   */
+  async owned(owner: ServerOwner, idOrSlug: string, actor: CatalogueActor): Promise<ServerRow> {
     const server = await this.get(idOrSlug, actor)
-    if (server.visibility !== 'global') throw errors.notFound('Server')
+    const belongs = owner.visibility === 'global'
+      ? server.visibility === 'global'
+      : server.visibility === 'team' && server.ownerTeamId === owner.teamId
+    if (!belongs) throw errors.notFound('Server')
     return server
+  }
+
+  /**
+   * The team must exist (404): a global admin passes the route's team check for any team id. Read
+   * inside the transaction; a team deleted after it makes the insert's foreign key refuse (409).
+   */
+  private async checkTeam(owner: ServerOwner, tx: Db): Promise<void> {
+    if (owner.visibility === 'team' && (await this.deps.teams.with(tx).find(owner.teamId)) === undefined) throw errors.notFound('Team')
   }
 
   /** A named category must exist (400); run inside the catalogue transaction, so it cannot vanish meanwhile. */

@@ -11,7 +11,7 @@ import type { CatalogueActor } from './actor.js'
 import { normalizePackages } from '../../formats/catalogue-entries.js'
 import type { CreateVersionBody, UpdateVersionBody } from './schemas.js'
 import { parseVersion } from './semver-key.js'
-import type { ServerService } from './servers.js'
+import { teamOf, type ServerOwner, type ServerService } from './servers.js'
 
 export type CreateVersionInput = Static<typeof CreateVersionBody>
 export type UpdateVersionInput = Static<typeof UpdateVersionBody>
@@ -39,10 +39,11 @@ export class VersionService {
     return this.deps.versions.list(server.id, limit, offset)
   }
 
-  async create(serverKey: string, input: CreateVersionInput, actor: CatalogueActor): Promise<VersionRow> {
+  /** `owner`, when given, is who the server must belong to (a team's routes); otherwise any server the caller sees. */
+  async create(serverKey: string, input: CreateVersionInput, actor: CatalogueActor, owner?: ServerOwner): Promise<VersionRow> {
     const parsed = parseVersion(input.version)
     if (parsed === null) throw field('version', 'must be a semantic version (semver 2.0) such as 1.4.0 or 2.0.0-rc.1, without a leading v')
-    const server = await this.deps.serverService.get(serverKey, actor)
+    const server = await this.server(serverKey, actor, owner)
     const now = this.now()
     return this.change(server.id, async (tx) => {
       const created = await this.deps.versions.with(tx).insert({
@@ -53,13 +54,13 @@ export class VersionService {
         isLatest: false, serverJson: null, createdAt: now, updatedAt: now,
       })
       if (created === null) throw errors.conflict('VERSION_EXISTS', `The server has version ${input.version} already (build metadata does not make a version distinct).`)
-      await this.deps.audit.record('catalogue.version_created', { actorId: actor.userId, ip: actor.ip, target: server.id, details: { version: input.version } }, tx)
+      await this.deps.audit.record('catalogue.version_created', { actorId: actor.userId, ip: actor.ip, target: server.id, details: { version: input.version, ...teamOf(server) } }, tx)
       return created.id
     })
   }
 
-  async update(serverKey: string, versionId: string, input: UpdateVersionInput, actor: CatalogueActor): Promise<VersionRow> {
-    const server = await this.deps.serverService.get(serverKey, actor)
+  async update(serverKey: string, versionId: string, input: UpdateVersionInput, actor: CatalogueActor, owner?: ServerOwner): Promise<VersionRow> {
+    const server = await this.server(serverKey, actor, owner)
     return this.change(server.id, async (tx) => {
       const versions = this.deps.versions.with(tx)
       const current = await versions.find(server.id, versionId)
@@ -72,10 +73,15 @@ export class VersionService {
       if (input.release_date !== undefined) patch.releaseDate = input.release_date === null ? null : new Date(input.release_date)
       await versions.update(versionId, patch, this.now())
       await this.deps.audit.record('catalogue.version_updated', {
-        actorId: actor.userId, ip: actor.ip, target: server.id, details: { version: current.version, fields: Object.keys(patch), status: patch.status },
+        actorId: actor.userId, ip: actor.ip, target: server.id, details: { version: current.version, fields: Object.keys(patch), status: patch.status, ...teamOf(server) },
       }, tx)
       return versionId
     })
+  }
+
+  private server(serverKey: string, actor: CatalogueActor, owner: ServerOwner | undefined) {
+    const { serverService } = this.deps
+    return owner === undefined ? serverService.get(serverKey, actor) : serverService.owned(owner, serverKey, actor)
   }
 
   /** Runs `write`, then re-marks the latest version in the same transaction; answers the written version. */
