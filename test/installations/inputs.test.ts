@@ -294,7 +294,7 @@ describe('deriveInputs: every server of the MCP Registry seed of May 2025', () =
         for (const input of derivation.inputs) kinds.set(input.kind, (kinds.get(input.kind) ?? 0) + 1)
       }
     }
-    // 464 servers, each with one package; 9 of them also with a remote.
+    // 464 servers, each with one package; 8 of them also with remotes (9 in all).
     expect(entries).toHaveLength(464)
     expect(targets).toBe(473)
     expect(refused).toBe(0)
