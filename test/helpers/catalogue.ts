@@ -81,8 +81,8 @@ export async function addVersion(call: Call, admin: Account, serverId: string, b
 }
 
 /**
- * A team-visible server, written straight to the database: the API creates global servers only
- * (team servers come with a later release), but the read path applies the visibility rule already.
+ * A team-visible server, written straight to the database (the read tests' fixture; the API's
+ * own route for it, POST /api/teams/:teamId/mcp/servers, is tested in team-servers.test.ts).
  */
 export async function insertTeamServer(database: Database, teamId: string, name: string, extra: { description?: string; tags?: string[] } = {}): Promise<string> {
   const id = newId()

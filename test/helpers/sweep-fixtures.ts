@@ -100,6 +100,9 @@ export async function sweepAccounts(app: FastifyInstance, passwords: (username: 
   const keptServerId: string = (await catalogue('/api/mcp/servers/global', { name: 'Sweep kept' })).server.id
   const versionId: string = (await catalogue(`/api/mcp/servers/${targetServerId}/versions`, { version: '1.0.0' })).version.id
   await catalogue(`/api/mcp/servers/${keptServerId}/versions`, { version: '1.0.0' })
+  // A server of the sweep team, with a version, for the team's catalogue routes.
+  const teamServerId: string = (await catalogue(`/api/teams/${teamId}/mcp/servers`, { name: 'Sweep team server' })).server.id
+  const teamVersionId: string = (await catalogue(`/api/teams/${teamId}/mcp/servers/${teamServerId}/versions`, { version: '1.0.0' })).version.id
   // An item of the example plugin's collection (plugins/notes), for its valid reads.
   const noteId: string = (await catalogue('/api/plugin/notes/notes', { title: 'Sweep note' })).item.id
 
@@ -204,9 +207,11 @@ export async function sweepAccounts(app: FastifyInstance, passwords: (username: 
       if (name === 'id' && path.startsWith('/api/satellites/registration-tokens/')) return revocableTokenId
       if (name === 'id' && path.startsWith('/api/satellites/')) return targetSatelliteId
       if (name === 'id' && path.startsWith('/api/admin/users/')) return victim.id
+      if (name === 'id' && path.startsWith('/api/teams/{teamId}/mcp/servers/')) return teamServerId
       if (name === 'id' && path.startsWith('/api/teams/')) return teamId
       if (name === 'id' && path.startsWith('/api/mcp/categories/')) return categoryId
       if (name === 'id' && path.startsWith('/api/mcp/servers/')) return targetServerId
+      if (name === 'versionId' && path.startsWith('/api/teams/')) return teamVersionId
       if (name === 'versionId') return versionId
       // A string setting nothing else depends on (the provider sign-in stays off).
       if (name === 'key') return 'provider.oauth.client_id'
