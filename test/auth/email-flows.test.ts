@@ -106,6 +106,17 @@ describe.each(DIALECTS)('verification and password reset on %s', (dialect) => {
       expect(sink.messages).toHaveLength(0)
     })
 
+    it('resend-verification answers 503 EMAIL_DISABLED while mail sending is off, as forgot-password does', async () => {
+      await settings([{ key: 'global.send_mail', value: false }])
+      try {
+        const response = await inject({ method: 'POST', url: '/api/auth/email/resend-verification', payload: { email: 'nobody@example.test' } })
+        expect(response.statusCode).toBe(503)
+        expect(response.json()).toMatchObject({ success: false, code: 'EMAIL_DISABLED' })
+      } finally {
+        await settings([{ key: 'global.send_mail', value: true }])
+      }
+    })
+
     it('resend-verification answers the same whether or not the account exists, and mails only a real unverified one', async () => {
       const name = fresh()
       await register(name)

@@ -57,7 +57,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (a
 
   app.post('/api/auth/email/resend-verification', {
     config: { ...publicRoute, limit: 'forgotPassword' },
-    schema: { tags, summary: 'Send the verification mail again', description: 'Always the same answer (no account enumeration).', body: EmailBody, response: { 200: Message } },
+    schema: { tags, summary: 'Send the verification mail again', description: 'Always the same answer, in the same time, whether or not an unverified account has the address (no account enumeration). 503 EMAIL_DISABLED while mail sending is off.', body: EmailBody, response: { 200: Message } },
   }, async (request) => {
     await app.services.emailFlows.resendVerification(request.body.email, request.id)
     return { success: true as const, message: SAME_ANSWER }
