@@ -409,4 +409,30 @@ describe.each(DIALECTS)('team catalogue servers on %s', (dialect) => {
     expect((await call('GET', `${SERVERS}/${kept.id}`, a.teamUser)).statusCode).toBe(200)
     for (const server of doomed) expectCode(await call('GET', `${SERVERS}/${server.id}`, admin), 404, 'NOT_FOUND')
   })
+
+  it("deleting a team while its servers are being written: every answer a 2xx or a 404, and none of the team's rows left", async () => {
+    // On PostgreSQL the team's deletion and the writes lock the team's row and the catalogue's in
+    // opposite orders unless the writes take the team's first: each round here deadlocked before.
+    for (let round = 0; round < 4; round++) {
+      const owner = await fresh()
+      const team = await createTeam(call, owner, unique('Racing Team'))
+      const [first, second, third] = [await create({}, owner, team.id), await create({}, owner, team.id), await create({}, owner, team.id)]
+      const version = await addTeamVersion(team.id, first!.id, '1.0.0', owner)
+      await warmUp(app, 7)
+      const [deleted, ...writes] = await Promise.all([
+        call('DELETE', `/api/teams/${team.id}`, owner),
+        post(team.id, { name: unique('Racing Server') }, owner),
+        put(team.id, first!.id, { description: 'Racing change' }, owner),
+        remove(team.id, second!.id, owner),
+        postVersion(team.id, third!.id, { version: '2.0.0' }, owner),
+        putVersion(team.id, first!.id, version.id, { status: 'deprecated' }, owner),
+        // A global admin through the global version route, which takes any server they see.
+        call('POST', `${SERVERS}/${third!.id}/versions`, admin, { version: '3.0.0' }),
+      ])
+      expect(deleted!.statusCode, deleted!.body).toBe(200)
+      for (const write of writes) expect([200, 201, 404], `${write.statusCode} ${write.body}`).toContain(write.statusCode)
+      expect(await count(sql`select count(*) from mcp_servers where owner_team_id = ${team.id}`)).toBe(0)
+      expect(await count(sql`select count(*) from mcp_server_versions where server_id in (${first!.id}, ${second!.id}, ${third!.id})`)).toBe(0)
+    }
+  })
 })

@@ -84,7 +84,7 @@ export class ServerService {
    * and team servers alike: a slug names one server in every path that takes one.
    */
   async create(owner: ServerOwner, input: CreateServerInput, actor: CatalogueActor): Promise<ServerRow> {
-    const { database, servers, audit } = this.deps
+    const { servers, audit } = this.deps
     const now = this.now()
     const name = input.name.trim()
     const fields = {
@@ -92,8 +92,7 @@ export class ServerService {
       id: newId(), visibility: owner.visibility, ownerTeamId: owner.visibility === 'team' ? owner.teamId : null,
       createdBy: actor.userId, createdAt: now, updatedAt: now,
     }
-    return catalogueTransaction(database, async (tx) => {
-      await this.checkTeam(owner, tx)
+    return this.writeTransaction(fields.ownerTeamId, async (tx) => {
       await this.checkCategory(input.category_id, tx)
       const txServers = servers.with(tx)
       let created: ServerRow | null = null
@@ -112,10 +111,10 @@ export class ServerService {
 
   /** Partial update of one of the owner's servers; its slug changes only to a free one. */
   async update(owner: ServerOwner, idOrSlug: string, input: UpdateServerInput, actor: CatalogueActor): Promise<ServerRow> {
-    const { database, servers, audit } = this.deps
+    const { servers, audit } = this.deps
     const server = await this.owned(owner, idOrSlug, actor)
     if (input.slug !== undefined && unusableSlug(input.slug)) throw reservedSlug(input.slug)
-    return catalogueTransaction(database, async (tx) => {
+    return this.writeTransaction(server.ownerTeamId, async (tx) => {
       await this.checkCategory(input.category_id, tx)
       const updated = await servers.with(tx).update(server.id, { ...serverPatch(input), updatedAt: this.now() })
       if (updated === 'slug_taken') throw slugTaken(input.slug!)
@@ -127,9 +126,9 @@ export class ServerService {
 
   /** Deletes one of the owner's servers with its versions (and its search entry). */
   async delete(owner: ServerOwner, idOrSlug: string, actor: CatalogueActor): Promise<void> {
-    const { database, servers, audit } = this.deps
+    const { servers, audit } = this.deps
     const server = await this.owned(owner, idOrSlug, actor)
-    await catalogueTransaction(database, async (tx) => {
+    await this.writeTransaction(server.ownerTeamId, async (tx) => {
       if (!(await servers.with(tx).delete(server.id))) throw errors.notFound('Server')
       await audit.record('catalogue.server_deleted', { actorId: actor.userId, ip: actor.ip, target: server.id, details: { name: server.name, slug: server.slug, ...teamOf(server) } }, tx)
     })
@@ -149,11 +148,21 @@ export class ServerService {
   }
 
   /**
-   * The team must exist (404): a global admin passes the route's team check for any team id. Read
-   * inside the transaction; a team deleted after it makes the insert's foreign key refuse (409).
+   * The catalogue transaction for a write to a server of `teamId` (null: a global server). On
+   * PostgreSQL, deleting a team locks the team's row, then its cascade to the team's servers
+   * reaches the catalogue's revision; a write to a team's servers takes the team's row first too,
+   * so the two wait for each other instead of deadlocking. The team must exist (404): a global
+   * admin passes the route's team check for any id, and a team may be deleted meanwhile.
    */
-  private async checkTeam(owner: ServerOwner, tx: Db): Promise<void> {
-    if (owner.visibility === 'team' && (await this.deps.teams.with(tx).find(owner.teamId)) === undefined) throw errors.notFound('Team')
+  writeTransaction<T>(teamId: string | null, write: (tx: Db) => Promise<T>): Promise<T> {
+    if (teamId === null) return catalogueTransaction(this.deps.database, write)
+    return catalogueTransaction(this.deps.database, write, {
+      first: async (tx) => {
+        const teams = this.deps.teams.with(tx)
+        await teams.lock(teamId)
+        if ((await teams.find(teamId)) === undefined) throw errors.notFound('Team')
+      },
+    })
   }
 
   /** A named category must exist (400); run inside the catalogue transaction, so it cannot vanish meanwhile. */

@@ -1,5 +1,5 @@
-import { catalogueTransaction } from '../../db/repositories/catalogue-revision.js'
 import type { Static } from 'typebox'
+import type { ServerRow } from '../../db/repositories/server-filters.js'
 import type { Page, ServersRepository } from '../../db/repositories/servers.js'
 import type { ServerVersionsRepository, VersionPatch, VersionRow } from '../../db/repositories/server-versions.js'
 import { newId } from '../../db/ids.js'
@@ -45,7 +45,7 @@ export class VersionService {
     if (parsed === null) throw field('version', 'must be a semantic version (semver 2.0) such as 1.4.0 or 2.0.0-rc.1, without a leading v')
     const server = await this.server(serverKey, actor, owner)
     const now = this.now()
-    return this.change(server.id, async (tx) => {
+    return this.change(server, async (tx) => {
       const created = await this.deps.versions.with(tx).insert({
         id: newId(), serverId: server.id, version: input.version, precedence: parsed.key, prerelease: parsed.prerelease,
         status: input.status ?? 'active', changelog: input.changelog ?? null,
@@ -61,7 +61,7 @@ export class VersionService {
 
   async update(serverKey: string, versionId: string, input: UpdateVersionInput, actor: CatalogueActor, owner?: ServerOwner): Promise<VersionRow> {
     const server = await this.server(serverKey, actor, owner)
-    return this.change(server.id, async (tx) => {
+    return this.change(server, async (tx) => {
       const versions = this.deps.versions.with(tx)
       const current = await versions.find(server.id, versionId)
       if (current === undefined) throw errors.notFound('Version')
@@ -79,15 +79,20 @@ export class VersionService {
     })
   }
 
-  private server(serverKey: string, actor: CatalogueActor, owner: ServerOwner | undefined) {
+  /** The server a version write is for: one the caller sees, and, when `owner` is given, one of the owner's. */
+  private server(serverKey: string, actor: CatalogueActor, owner: ServerOwner | undefined): Promise<ServerRow> {
     const { serverService } = this.deps
     return owner === undefined ? serverService.get(serverKey, actor) : serverService.owned(owner, serverKey, actor)
   }
 
-  /** Runs `write`, then re-marks the latest version in the same transaction; answers the written version. */
-  private async change(serverId: string, write: (tx: Db) => Promise<string>): Promise<VersionRow> {
-    const { database, servers, versions } = this.deps
-    return catalogueTransaction(database, async (tx) => {
+  /**
+   * Runs `write`, then re-marks the latest version in the same transaction; answers the written
+   * version. A team server's write takes its team's row first (ServerService.writeTransaction).
+   */
+  private async change(server: ServerRow, write: (tx: Db) => Promise<string>): Promise<VersionRow> {
+    const { servers, versions, serverService } = this.deps
+    const serverId = server.id
+    return serverService.writeTransaction(server.ownerTeamId, async (tx) => {
       const versionId = await write(tx)
       const now = this.now()
       const latest = await versions.with(tx).markLatest(serverId, now)
