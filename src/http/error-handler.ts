@@ -24,6 +24,12 @@ const DB_UNAVAILABLE_CODES = new Set(['57P01', '57P02', '57P03', '08000', '08001
 const UNIQUE_VIOLATION_CODES = new Set(['23505', 'SQLITE_CONSTRAINT_UNIQUE', 'SQLITE_CONSTRAINT_PRIMARYKEY'])
 /** A write that refers to a row deleted meanwhile (a concurrent delete), not a server fault. */
 const FOREIGN_KEY_CODES = new Set(['23503', 'SQLITE_CONSTRAINT_FOREIGNKEY'])
+/**
+ * PostgreSQL ended the transaction to let a concurrent one through: a deadlock it broke (40P01) or a
+ * serialization failure (40001). Everything the transaction wrote was rolled back, so sending the
+ * request again is safe: a race with another request, not a server fault.
+ */
+const CONCURRENT_ABORT_CODES = new Set(['40P01', '40001'])
 
 export interface ErrorHandlerOptions {
   bodyLimit: number
@@ -173,6 +179,9 @@ function toAppError(error: FastifyError, bodyLimit: number): AppError {
   const cause = databaseCause(error)
   if (cause !== null && UNIQUE_VIOLATION_CODES.has(cause)) return errors.conflict('CONFLICT', 'This conflicts with an existing record.')
   if (cause !== null && FOREIGN_KEY_CODES.has(cause)) return errors.conflict('CONFLICT', 'This refers to something that no longer exists.')
+  if (cause !== null && CONCURRENT_ABORT_CODES.has(cause)) {
+    return errors.conflict('CONFLICT', 'A concurrent change got in the way of this one; nothing of it was written. Send it again.')
+  }
 
   // Fastify's own client errors (bad content length, malformed URL, …) keep their status.
   if (typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500) {
@@ -197,7 +206,7 @@ function causeText(error: unknown): string | undefined {
 function databaseCause(error: unknown): string | null {
   for (let current = error, depth = 0; current instanceof Error && depth < 4; current = current.cause, depth++) {
     const code = (current as { code?: unknown }).code
-    if (typeof code === 'string' && (UNIQUE_VIOLATION_CODES.has(code) || FOREIGN_KEY_CODES.has(code))) return code
+    if (typeof code === 'string' && (UNIQUE_VIOLATION_CODES.has(code) || FOREIGN_KEY_CODES.has(code) || CONCURRENT_ABORT_CODES.has(code))) return code
   }
   return null
 }
