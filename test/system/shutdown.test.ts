@@ -12,14 +12,21 @@ import { projectRoot } from '../../src/paths.js'
 import { createTestContext, TEST_SECRET, type TestContext } from '../helpers/app.js'
 import { DIALECTS } from '../helpers/database.js'
 
-const slowRoute: FastifyPluginAsync = async (app) => {
-  app.get('/api/test/slow', {
-    config: { auth: policy.public() },
-    schema: { tags: ['Test'], summary: 'slow', response: { 200: Ok(Type.Object({ done: Type.Boolean() })) } },
-  }, async () => {
-    await new Promise((resolve) => setTimeout(resolve, 300))
-    return { success: true as const, data: { done: true } }
-  })
+/** A route that takes 300 ms, and tells when a request has reached its handler (so is in flight, whatever the machine's load). */
+function slowRoute(): { routes: FastifyPluginAsync; reached: Promise<void> } {
+  let arrived!: () => void
+  const reached = new Promise<void>((resolve) => { arrived = resolve })
+  const routes: FastifyPluginAsync = async (app) => {
+    app.get('/api/test/slow', {
+      config: { auth: policy.public() },
+      schema: { tags: ['Test'], summary: 'slow', response: { 200: Ok(Type.Object({ done: Type.Boolean() })) } },
+    }, async () => {
+      arrived()
+      await new Promise((resolve) => setTimeout(resolve, 300))
+      return { success: true as const, data: { done: true } }
+    })
+  }
+  return { routes, reached }
 }
 
 describe.each(DIALECTS)('graceful close on %s', (dialect) => {
@@ -30,10 +37,11 @@ describe.each(DIALECTS)('graceful close on %s', (dialect) => {
   afterAll(() => ctx.close())
 
   it('lets an in-flight request finish, refuses new work, and closes the database', async () => {
-    const { app } = await ctx.build({ extend: slowRoute })
+    const slow = slowRoute()
+    const { app } = await ctx.build({ extend: slow.routes })
     const address = await app.listen({ port: 0, host: '127.0.0.1' })
     const inFlight = fetch(`${address}/api/test/slow`)
-    await new Promise((resolve) => setTimeout(resolve, 50))
+    await slow.reached
     const { database } = app.services
     await app.close()
     const response = await inFlight
