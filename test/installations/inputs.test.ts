@@ -2,7 +2,6 @@ import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import type { ServerPackage, ServerRemote } from '../../src/formats/catalogue-entries.js'
 import {
-  checkValue,
   defaultTargetOf,
   deriveInputs,
   inputSourceOf,
@@ -12,6 +11,7 @@ import {
   type InputSource,
   type InstallationInput,
 } from '../../src/modules/installations/inputs.js'
+import { checkValue } from '../../src/modules/installations/values.js'
 import { readServerJson, type ServerJson } from '../../src/modules/registry/server-json.js'
 
 /**
