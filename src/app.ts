@@ -199,8 +199,10 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await app.register(metricsRoutes, { metrics })
     await app.register(mailRoutes)
     await registerDocumentation(app, lifecycle, config)
-    await app.register(authRoutes, { origins: trustedOrigins(config) })
-    await app.register(accountPageRoutes, { origins: trustedOrigins(config), formKey: deriveKey(config.encryptionSecret, 'form-csrf') })
+    // One key signs the CSRF tokens of every form the backend serves (form-tokens.ts).
+    const forms = { origins: trustedOrigins(config), formKey: deriveKey(config.encryptionSecret, 'form-csrf') }
+    await app.register(authRoutes, forms)
+    await app.register(accountPageRoutes, forms)
     await app.register(providerLoginRoutes)
     await app.register(oauthRoutes)
     await app.register(meRoutes)

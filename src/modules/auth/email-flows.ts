@@ -1,4 +1,3 @@
-import { createHmac } from 'node:crypto'
 import type { Passwords } from '../../auth/passwords.js'
 import type { Config } from '../../config.js'
 import { newId } from '../../db/ids.js'
@@ -10,7 +9,6 @@ import type { UserRow, UsersRepository } from '../../db/repositories/users.js'
 import type { Database } from '../../db/types.js'
 import { AppError } from '../../http/errors.js'
 import type { Clock } from '../../lib/clock.js'
-import { deriveKey } from '../../lib/keys.js'
 import { randomToken, type Digester } from '../../lib/tokens.js'
 import type { AuditLog } from '../audit/service.js'
 import type { MailService } from '../mail/service.js'
@@ -49,11 +47,7 @@ const mailDisabled = () => new AppError(503, 'EMAIL_DISABLED', 'Email sending is
 
 /** Email verification and password reset. */
 export class EmailFlows {
-  private readonly formKey: Buffer
-
-  constructor(private readonly deps: EmailFlowDeps) {
-    this.formKey = deriveKey(deps.config.encryptionSecret, 'form-csrf')
-  }
+  constructor(private readonly deps: EmailFlowDeps) {}
 
   /** Verification is mandatory only while mail can actually be sent. */
   async verificationRequired(): Promise<boolean> {
@@ -139,14 +133,6 @@ export class EmailFlows {
     const user = await this.deps.users.findById(row.userId)
     if (user === undefined) throw invalidToken()
     return { user, expiresAt: row.expiresAt }
-  }
-
-  /**
-   * The CSRF token of the backend's reset form: bound to the reset token and to a random value the
-   * browser holds in a cookie, so only a form this service rendered for that browser can be sent.
-   */
-  resetFormToken(browserNonce: string, token: string): string {
-    return createHmac('sha256', this.formKey).update(`reset-password.${browserNonce}.${token}`).digest('base64url')
   }
 
   private async usableResetToken(token: string, now: Date): Promise<EmailTokenRow> {

@@ -1,12 +1,12 @@
 import formBody from '@fastify/formbody'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyRequest } from 'fastify'
 import { policy } from '../../auth/policies.js'
 import { AppError, errors } from '../../http/errors.js'
 import { prefersHtml, sendPage } from '../../http/pages.js'
-import { randomToken, sameSecret } from '../../lib/tokens.js'
 import { userView } from '../users/view.js'
 import { RESET_LIFETIME_MS } from './email-flows.js'
+import { FormTokens, type FormCookie } from './form-tokens.js'
 import { FORGOT_PASSWORD_LINK, RESEND_VERIFICATION_LINK, SIGN_IN_LINK } from './page-links.js'
 import { emailVerifiedPage, passwordChangedPage, resetPasswordPage } from './pages.js'
 import { Message, ResetBody, ResetLinkState, TokenQuery, UserEnvelope } from './schemas.js'
@@ -14,13 +14,8 @@ import { isoTime } from '../../lib/iso-time.js'
 
 const tags = ['Authentication']
 const RESET_PATH = '/api/auth/email/reset-password'
-/**
- * The reset form's CSRF protection is a signed double submit: a random value in this cookie,
- * which a cross-site form post does not carry (SameSite=Strict), and the form's `csrf_token`,
- * an HMAC of that value and the reset token.
- */
-const FORM_COOKIE = 'reset_form'
-const NONCE = /^[A-Za-z0-9_-]{43}$/
+/** The reset form's CSRF cookie (form-tokens.ts): its token binds the reset token, for as long as a link lives. */
+const RESET_FORM_COOKIE: FormCookie = { name: 'reset_form', path: RESET_PATH, maxAgeS: RESET_LIFETIME_MS / 1000 }
 const VERIFY_HINT = 'If your address is verified, sign in; if it still needs verifying, ask for a new verification mail.'
 const RESET_HINT = 'Ask for a new password reset mail if you still need to change your password, or sign in.'
 /** The refusal pages' hints name these pages; they are a click away. */
@@ -34,18 +29,12 @@ const isForm = (request: FastifyRequest): boolean =>
  * The links in verification and reset mails, when no frontend is configured: a browser
  * (`Accept` preferring text/html) gets pages, every other caller the JSON API, at the same URLs.
  */
-export const emailLinkRoutes: FastifyPluginAsyncTypebox<{ origins: ReadonlySet<string> }> = async (app, { origins }) => {
+export const emailLinkRoutes: FastifyPluginAsyncTypebox<{ origins: ReadonlySet<string>; formKey: Buffer }> = async (app, { origins, formKey }) => {
   const flows = () => app.services.emailFlows
   // The reset page's form posts a form-encoded body; only these routes accept one.
   await app.register(formBody)
 
-  /** The browser's form value: kept while it holds a well-formed one, so two open tabs both work. */
-  function browserNonce(request: FastifyRequest, reply: FastifyReply): string {
-    const held = request.cookies[FORM_COOKIE]
-    const nonce = held !== undefined && NONCE.test(held) ? held : randomToken()
-    reply.setCookie(FORM_COOKIE, nonce, { ...app.services.sessions.cookie, sameSite: 'strict', path: RESET_PATH, maxAge: RESET_LIFETIME_MS / 1000 })
-    return nonce
-  }
+  const formTokens = new FormTokens(formKey, () => app.services.sessions.cookie, RESET_FORM_COOKIE)
 
   app.get('/api/auth/email/verify', {
     config: { auth: policy.public(), htmlRefusals: { hint: VERIFY_HINT, links: VERIFY_LINKS } },
@@ -77,7 +66,7 @@ export const emailLinkRoutes: FastifyPluginAsyncTypebox<{ origins: ReadonlySet<s
     const { token } = request.query
     const { user, expiresAt } = await flows().checkResetToken(token)
     if (!prefersHtml(request)) return { success: true as const, data: { expires_at: isoTime(expiresAt) } }
-    const csrfToken = flows().resetFormToken(browserNonce(request, reply), token)
+    const csrfToken = formTokens.issue(request, reply, 'reset-password', token)
     return sendPage(reply, 200, resetPasswordPage({ token, csrfToken, username: user.username }))
   })
 
@@ -101,8 +90,7 @@ export const emailLinkRoutes: FastifyPluginAsyncTypebox<{ origins: ReadonlySet<s
       if (origin !== undefined && !origins.has(origin)) {
         throw new AppError(403, 'FORBIDDEN', `Cross-site form refused: it was sent from ${origin}, which is not this service.`, { origin })
       }
-      const nonce = request.cookies[FORM_COOKIE]
-      if (nonce === undefined || csrfToken === undefined || !sameSecret(csrfToken, flows().resetFormToken(nonce, token))) {
+      if (!formTokens.valid(request, 'reset-password', csrfToken, token)) {
         throw new AppError(403, 'INVALID_CSRF_TOKEN', 'This form has expired or was not sent from this service; open the link from the mail again.')
       }
     }
@@ -114,7 +102,7 @@ export const emailLinkRoutes: FastifyPluginAsyncTypebox<{ origins: ReadonlySet<s
       return sendPage(reply, 400, resetPasswordPage({ token, csrfToken: csrfToken!, username: user.username, error: differ.message }))
     }
     await flows().resetPassword(token, password, request.ip, request.id)
-    if (form) reply.clearCookie(FORM_COOKIE, { path: RESET_PATH })
+    if (form) reply.clearCookie(RESET_FORM_COOKIE.name, { path: RESET_FORM_COOKIE.path })
     if (prefersHtml(request)) return sendPage(reply, 200, passwordChangedPage())
     return { success: true as const, message: 'Password changed. Log in with the new password.' }
   })

@@ -13,12 +13,14 @@ const SAME_ANSWER = 'If an account with this email exists, a mail is on its way.
 export interface AuthRoutesOptions {
   /** Origins a browser's form may come from (http/origins.ts). */
   origins: ReadonlySet<string>
+  /** The key of the reset form's CSRF tokens. */
+  formKey: Buffer
 }
 
 /** Email registration, login, logout, verification, reset, password and profile. */
-export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (app, { origins }) => {
+export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (app, { origins, formKey }) => {
   // The links in mails, in a context of their own: only there are form bodies accepted.
-  await app.register(emailLinkRoutes, { origins })
+  await app.register(emailLinkRoutes, { origins, formKey })
 
   app.post('/api/auth/email/register', {
     config: { ...publicRoute, limit: 'loginOrRegister' },
