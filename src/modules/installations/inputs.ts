@@ -26,33 +26,8 @@ import type { ServerPackage, ServerRemote } from '../../formats/catalogue-entrie
  * An entry with a fixed `value` is the publisher's, not configurable, and not listed.
  */
 
-export type InputKind = 'env' | 'arg' | 'header' | 'urlvar'
-/** How a value is checked (the format's `format`); `string` takes any text. */
-export type InputFormat = 'string' | 'number' | 'boolean' | 'filepath'
-/** Who sets the value: the team once for all its members, or each member for themselves. */
-export type InputScope = 'team' | 'user'
-
-export interface InstallationInput {
-  key: string
-  kind: InputKind
-  /** Empty when the document gives none. */
-  description: string
-  required: boolean
-  /** A secret value (a token, a password) is never shown back once set. */
-  secret: boolean
-  default?: string
-  /** When given, the only values allowed. */
-  choices?: string[]
-  /** As the document gives it; absent means `string`. */
-  format?: InputFormat
-  scope: InputScope
-}
-
-export interface InstallationTarget {
-  kind: 'package' | 'remote'
-  /** The position in the version's `packages` or `remotes`, from 0. */
-  index: number
-}
+export type { InputFormat, InputKind, InputScope, InstallationInput, InstallationTarget } from '../../formats/installation-inputs.js'
+import type { InputFormat, InputKind, InstallationInput, InstallationTarget } from '../../formats/installation-inputs.js'
 
 /** What a version says about its packages and remotes, as it stores them. */
 export type InputSource =

@@ -1,0 +1,58 @@
+import { sql } from 'drizzle-orm'
+import { index, integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
+import type { InstallationInput } from '../../../formats/installation-inputs.js'
+import { teams, users } from './accounts.js'
+import { mcpServers, mcpServerVersions } from './catalogue.js'
+import { satellites } from './satellites.js'
+
+/**
+ * A team's use of one catalogue server at one version: what runs (the target and the inputs
+ * derived from the version for it), where (the satellite) and in which state. The values of the
+ * inputs are rows of `mcp_installation_values`.
+ */
+export const mcpInstallations = sqliteTable('mcp_installations', {
+  id: text('id').primaryKey(),
+  teamId: text('team_id').notNull().references(() => teams.id, { onDelete: 'cascade' }),
+  /** No cascade: a server or version in use is not deleted (409), except with the team that owns both. */
+  serverId: text('server_id').notNull().references(() => mcpServers.id),
+  versionId: text('version_id').notNull().references(() => mcpServerVersions.id),
+  name: text('name').notNull(),
+  trackLatest: integer('track_latest', { mode: 'boolean' }).notNull(),
+  targetKind: text('target_kind', { enum: ['package', 'remote'] }).notNull(),
+  targetIndex: integer('target_index').notNull(),
+  /** `stdio`, `streamable-http` or `sse`: how the target is reached. */
+  transport: text('transport').notNull(),
+  /** Derived from the version for the target, with the scope the team admins chose for each. */
+  inputs: text('inputs', { mode: 'json' }).$type<InstallationInput[]>().notNull(),
+  satelliteId: text('satellite_id').references(() => satellites.id, { onDelete: 'set null' }),
+  desired: text('desired', { enum: ['running', 'stopped'] }).notNull(),
+  /** Moves with every change to what runs; the satellite channel's documents follow it. */
+  specRevision: integer('spec_revision').notNull(),
+  restartGeneration: integer('restart_generation').notNull(),
+  createdBy: text('created_by').notNull(),
+  createdAt: integer('created_at', { mode: 'timestamp_ms' }).notNull(),
+  updatedAt: integer('updated_at', { mode: 'timestamp_ms' }).notNull(),
+}, (t) => [
+  uniqueIndex('mcp_installations_team_name_unique').on(t.teamId, t.name),
+  index('mcp_installations_satellite_idx').on(t.satelliteId),
+  index('mcp_installations_server_idx').on(t.serverId, t.trackLatest),
+  index('mcp_installations_version_idx').on(t.versionId),
+])
+
+/**
+ * The value of one input: the team's (`user_id` null) or one member's own (a user-scoped input).
+ * A secret value is only in `sealed` (AES-256-GCM, bound to installation, user and key); any other
+ * is in `value`.
+ */
+export const mcpInstallationValues = sqliteTable('mcp_installation_values', {
+  installationId: text('installation_id').notNull().references(() => mcpInstallations.id, { onDelete: 'cascade' }),
+  userId: text('user_id').references(() => users.id, { onDelete: 'cascade' }),
+  key: text('key').notNull(),
+  value: text('value'),
+  sealed: text('sealed'),
+  updatedAt: integer('updated_at', { mode: 'timestamp_ms' }).notNull(),
+}, (t) => [
+  uniqueIndex('mcp_installation_values_team_unique').on(t.installationId, t.key).where(sql`${t.userId} is null`),
+  uniqueIndex('mcp_installation_values_user_unique').on(t.installationId, t.userId, t.key).where(sql`${t.userId} is not null`),
+  index('mcp_installation_values_user_idx').on(t.userId),
+])
