@@ -45,6 +45,7 @@ import { landingRoutes } from './system/landing-routes.js'
 import { systemRoutes } from './system/routes.js'
 import { categoryRoutes } from './modules/catalogue/categories-routes.js'
 import { serverRoutes } from './modules/catalogue/servers-routes.js'
+import { installationRoutes } from './modules/installations/routes.js'
 import { versionRoutes } from './modules/catalogue/versions-routes.js'
 import { registryImportRoutes } from './modules/registry/import-routes.js'
 import { registryReadRoutes } from './modules/registry/read-routes.js'
@@ -220,6 +221,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await app.register(registrySyncRoutes)
     await app.register(registrationTokenRoutes)
     await app.register(satelliteAgentRoutes)
+    await app.register(installationRoutes)
     await app.register(satelliteRoutes)
     await app.register(pluginsRoutes, { plugins })
     // Last: extension plugins mount beside the finished core.

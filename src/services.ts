@@ -14,12 +14,13 @@ import { providerStatesRepository } from './db/repositories/provider-states.js'
 import { oauthRepository } from './db/repositories/oauth.js'
 import { registrationTokensRepository } from './db/repositories/registration-tokens.js'
 import { satellitesRepository } from './db/repositories/satellites.js'
+import { installationsRepository } from './db/repositories/installations.js'
 import { sessionsRepository } from './db/repositories/sessions.js'
 import { settingsRepository } from './db/repositories/settings.js'
 import { pluginItemsRepository, type PluginItemsRepository } from './db/repositories/plugin-items.js'
 import { teamsRepository, type TeamsRepository } from './db/repositories/teams.js'
 import { usersRepository, type UsersRepository } from './db/repositories/users.js'
-import type { Database } from './db/types.js'
+import type { Database, Db } from './db/types.js'
 import type { Clock } from './lib/clock.js'
 import { deriveKey } from './lib/keys.js'
 import { OutboundFetch, type OutboundOptions } from './lib/outbound-fetch.js'
@@ -42,6 +43,8 @@ import { Metrics } from './modules/metrics/service.js'
 import { RegistrationJwt } from './modules/satellites/registration-jwt.js'
 import { RegistrationTokens } from './modules/satellites/registration-tokens.js'
 import { SatelliteService } from './modules/satellites/service.js'
+import { InstallationService } from './modules/installations/service.js'
+import { installationValueBox } from './modules/installations/sealed-values.js'
 import { CORE_GROUPS, CORE_SETTINGS, type SettingDefinition, type SettingGroup } from './modules/settings/definitions.js'
 import { unreadableSecretsWarning } from './modules/settings/secret-rotation.js'
 import { SettingsService } from './modules/settings/service.js'
@@ -85,6 +88,8 @@ export interface Services {
   serverJsonExporter: ServerJsonExporter
   registrationTokens: RegistrationTokens
   satellites: SatelliteService
+  /** Teams' installations of catalogue servers, their values and placement. */
+  installations: InstallationService
   /** The items of extension plugins' collections. */
   pluginItems: PluginItemsRepository
   limits: AbuseLimits
@@ -166,14 +171,19 @@ export async function createServices(database: Database, { config, clock, log, l
     log.warn({ extension: 'pg_trgm' }, 'pg_trgm is not installed in this database: catalogue search matches words and word prefixes but not typos (CREATE EXTENSION pg_trgm, then restart, to enable)')
   }
   const search = serverSearch(database, { trigram })
-  const serverService = new ServerService({ database, servers, categories, teams, search, audit, clock })
+  const installations = new InstallationService({
+    database, installations: installationsRepository(database), servers, versions: serverVersionsRepository(database),
+    satellites: satellitesRepository(database), teams, box: installationValueBox(config.encryptionSecret), audit, clock,
+  })
+  const serverService = new ServerService({ database, servers, categories, teams, search, audit, clock, beforeDelete: (serverId, tx) => installations.assertServerUnused(serverId, tx) })
   const registrationTokenRows = registrationTokensRepository(database)
   const registrationTokens = new RegistrationTokens({
     database, tokens: registrationTokenRows, teams, audit, clock,
     jwt: new RegistrationJwt(deriveKey(config.encryptionSecret, 'registration-jwt'), config.publicUrl, clock),
   })
   const satellites = new SatelliteService({ database, satellites: satellitesRepository(database), tokens: registrationTokenRows, teams, digest, audit, clock })
-  const registryImporter = new CatalogueImporter({ database, servers, versions: serverVersionsRepository(database), audit, clock })
+  const followLatest = (serverId: string, tx: Db) => installations.followLatest(serverId, tx)
+  const registryImporter = new CatalogueImporter({ database, servers, versions: serverVersionsRepository(database), audit, clock, afterLatestChange: followLatest })
   // The sync's own limits; OUTBOUND_ALLOWED_HOSTS may reach the operator's network, over http too.
   const upstream = new OutboundFetch({ allowedHosts: config.outboundAllowedHosts, ca: outbound?.ca, resolveHost: outbound?.resolveHost, timeoutMs: SYNC_TIMEOUT_MS, maxBytes: SYNC_MAX_BYTES })
   const syncState = syncStateRepository(database)
@@ -186,7 +196,8 @@ export async function createServices(database: Database, { config, clock, log, l
     oauth,
     categoryService: new CategoryService({ database, categories, audit, clock }),
     serverService,
-    versionService: new VersionService({ database, servers, versions: serverVersionsRepository(database), serverService, audit, clock }),
+    versionService: new VersionService({ database, servers, versions: serverVersionsRepository(database), serverService, audit, clock, afterLatestChange: followLatest }),
+    installations,
     registryImporter,
     registrySync,
     registrySyncSchedule: new RegistrySyncSchedule({ sync: registrySync, settings, state: syncState, clock, log, everyMs: registrySyncCheckMs }),

@@ -22,7 +22,7 @@ export interface TeamBody {
   is_owner: boolean
 }
 
-type Method = 'GET' | 'POST' | 'PUT' | 'DELETE'
+type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
 export type Call = (method: Method, url: string, account?: Account, payload?: unknown) => Promise<LightMyRequestResponse>
 
 /** Registers through the API; registration signs the user in, so the account carries its cookie. */

@@ -34,6 +34,23 @@ export function serverVersionsRepository(database: Database, executor: Db = data
       return row
     },
 
+    /** The version spelled exactly so (build metadata included). */
+    async findByVersion(serverId: string, version: string): Promise<VersionRow | undefined> {
+      const [row] = await db.select().from(v).where(and(eq(v.serverId, serverId), eq(v.version, version)))
+      return row
+    },
+
+    /** The version marked latest, if any is (see markLatest). */
+    async latest(serverId: string): Promise<VersionRow | undefined> {
+      const [row] = await db.select().from(v).where(and(eq(v.serverId, serverId), eq(v.isLatest, true)))
+      return row
+    },
+
+    async findById(versionId: string): Promise<VersionRow | undefined> {
+      const [row] = await db.select().from(v).where(eq(v.id, versionId))
+      return row
+    },
+
     /** The version of equal semver precedence (build metadata ignored), as the unique index compares them. */
     async findByPrecedence(serverId: string, precedence: string): Promise<VersionRow | undefined> {
       const [row] = await db.select().from(v).where(and(eq(v.serverId, serverId), eq(v.precedence, precedence)))

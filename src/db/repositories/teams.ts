@@ -1,4 +1,4 @@
-import { and, asc, count, eq, ne, sql } from 'drizzle-orm'
+import { and, asc, count, eq, inArray, ne, sql } from 'drizzle-orm'
 import { slugCandidates, slugify } from '../../lib/slug.js'
 import { newId } from '../ids.js'
 import { rowReader } from '../row-reader.js'
@@ -203,8 +203,12 @@ export function teamsRepository(database: Database, executor: Db = database.db) 
       await db.update(t.teamMembers).set({ role }).where(and(eq(t.teamMembers.teamId, teamId), eq(t.teamMembers.userId, userId)))
     },
 
+    /** Ends a membership, and with it the member's own values in the team's installations (a personal token leaves with its owner). */
     async removeMember(teamId: string, userId: string): Promise<void> {
       await db.delete(t.teamMembers).where(and(eq(t.teamMembers.teamId, teamId), eq(t.teamMembers.userId, userId)))
+      const values = t.mcpInstallationValues
+      const teamInstallations = db.select({ id: t.mcpInstallations.id }).from(t.mcpInstallations).where(eq(t.mcpInstallations.teamId, teamId))
+      await db.delete(values).where(and(eq(values.userId, userId), inArray(values.installationId, teamInstallations)))
     },
 
     /** Another team_admin of the team (the longest-standing), to inherit it from a leaving owner. */

@@ -16,6 +16,8 @@ export type AuditEventType =
   | 'catalogue.servers_imported' | 'catalogue.registry_synced'
   | 'satellite.token_created' | 'satellite.token_revoked' | 'satellite.registered' | 'satellite.disabled'
   | 'satellite.enabled' | 'satellite.deleted'
+  | 'installation.created' | 'installation.updated' | 'installation.values_set' | 'installation.my_values_set'
+  | 'installation.restarted' | 'installation.deleted' | 'installation.placed' | 'installation.version_followed'
   | 'plugin.loaded' | 'plugin.item_deleted_by_moderator'
   | 'team.created' | 'team.deleted' | 'team.member_added' | 'team.member_removed' | 'team.member_left'
   | 'team.member_role_changed' | 'team.owner_transferred'

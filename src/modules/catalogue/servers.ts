@@ -52,6 +52,8 @@ export class ServerService {
     search: ServerSearch
     audit: AuditLog
     clock: Clock
+    /** Run in the deleting transaction before the server goes; throws to refuse (a server some team runs). */
+    beforeDelete?: (serverId: string, tx: Db) => Promise<void>
   }) {}
 
   private readonly listCache = new ListCache()
@@ -129,6 +131,7 @@ export class ServerService {
     const { servers, audit } = this.deps
     const server = await this.owned(owner, idOrSlug, actor)
     await this.writeTransaction(server.ownerTeamId, async (tx) => {
+      await this.deps.beforeDelete?.(server.id, tx)
       if (!(await servers.with(tx).delete(server.id))) throw errors.notFound('Server')
       await audit.record('catalogue.server_deleted', { actorId: actor.userId, ip: actor.ip, target: server.id, details: { name: server.name, slug: server.slug, ...teamOf(server) } }, tx)
     })

@@ -32,6 +32,8 @@ export class VersionService {
     serverService: ServerService
     audit: AuditLog
     clock: Clock
+    /** Run in the transaction that may have moved the server's latest version (installations follow it). */
+    afterLatestChange?: (serverId: string, tx: Db) => Promise<void>
   }) {}
 
   async list(serverKey: string, actor: CatalogueActor, limit: number, offset: number): Promise<Page<VersionRow>> {
@@ -97,6 +99,7 @@ export class VersionService {
       const now = this.now()
       const latest = await versions.with(tx).markLatest(serverId, now)
       await servers.with(tx).setLatestVersion(serverId, latest, now)
+      await this.deps.afterLatestChange?.(serverId, tx)
       return (await versions.with(tx).find(serverId, versionId))!
     })
   }

@@ -356,3 +356,36 @@ export function unknownInputKeys(inputs: readonly InstallationInput[], keys: rea
   const known = new Set(inputs.map((input) => input.key))
   return [...new Set(keys)].filter((key) => !known.has(key))
 }
+
+/** The registry types a satellite knows how to fetch and start (the catalogue's own). */
+const RUNNABLE_REGISTRY_TYPES = new Set(['npm', 'pypi', 'docker', 'oci', 'nuget', 'mcpb'])
+const TRANSPORTS = new Set(['stdio', 'streamable-http', 'sse'])
+
+/**
+ * How a target is reached (`stdio`, `streamable-http` or `sse`), or why it cannot run at all: a
+ * package of a registry type no satellite fetches (the stored document keeps such packages, the
+ * catalogue does not run them), or a transport the MCP specification does not define. A catalogue
+ * package (made by hand) has no transport of its own: `catalogueTransport` (the server's
+ * `transport_type`) is used.
+ */
+export function targetTransport(source: InputSource, target: InstallationTarget, catalogueTransport: string): { ok: true; transport: string } | { ok: false; reason: string } {
+  const list = target.kind === 'package' ? packagesOf(source) : remotesOf(source)
+  const item = list[target.index]
+  if (!isObject(item)) return { ok: false, reason: missingTarget(source, target) }
+  const where = `${target.kind}s[${target.index}]`
+  let transport: string | undefined
+  if (target.kind === 'remote') transport = textOf(item.type)
+  else if (source.from === 'catalogue') {
+    transport = catalogueTransport === 'http' ? 'streamable-http' : catalogueTransport
+  } else {
+    const registryType = textOf(item.registryType)
+    if (registryType === undefined || !RUNNABLE_REGISTRY_TYPES.has(registryType)) {
+      return { ok: false, reason: `${where} is a package of registry type ${JSON.stringify(registryType ?? null)}, which no satellite knows how to fetch and run.` }
+    }
+    transport = isObject(item.transport) ? textOf(item.transport.type) : undefined
+  }
+  if (transport === undefined || !TRANSPORTS.has(transport)) {
+    return { ok: false, reason: `${where} has the transport ${JSON.stringify(transport ?? null)}; a satellite speaks stdio, streamable-http and sse.` }
+  }
+  return { ok: true, transport }
+}

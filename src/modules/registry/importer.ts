@@ -93,6 +93,8 @@ export class CatalogueImporter implements RegistryImporter {
     versions: ServerVersionsRepository
     audit: AuditLog
     clock: Clock
+    /** Run in the transaction that may have moved a server's latest version (installations follow it). */
+    afterLatestChange?: (serverId: string, tx: Db) => Promise<void>
   }) {}
 
   async importAll(documents: IncomingDocument[], actor: ImportActor, { audit = true }: { audit?: boolean } = {}): Promise<{ results: ImportResult[]; counts: ImportCounts }> {
@@ -149,6 +151,7 @@ export class CatalogueImporter implements RegistryImporter {
     }
     const latest = await versions.markLatest(server.id, now)
     await servers.setLatestVersion(server.id, latest, now)
+    await this.deps.afterLatestChange?.(server.id, tx)
     if (known !== undefined && latest !== null && isThisVersion(latest, current, entry)) {
       await servers.update(server.id, { ...serverFields(entry), updatedAt: now })
     }

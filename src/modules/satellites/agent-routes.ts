@@ -53,6 +53,8 @@ export const satelliteAgentRoutes: FastifyPluginAsyncTypebox = async (app) => {
   }, async (request) => {
     callerOf(request, 'satellite')
     const row = await satellites().heartbeat(request.params.id, request.body)
+    // An online satellite takes the installations waiting for one.
+    await app.services.installations.placeWaiting({ id: row.id, teamId: row.teamId })
     const view = satelliteView(row, satellites().silentSince())
     return {
       success: true as const,

@@ -1,0 +1,217 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyRequest } from 'fastify'
+import { roleHas } from '../../auth/permissions.js'
+import { policy } from '../../auth/policies.js'
+import { userCaller } from '../../http/current-user.js'
+import { paginate } from '../../http/envelope.js'
+import { errors } from '../../http/errors.js'
+import {
+  ClientConfigEnvelope, ClientConfigQuery, CreateInstallationBody, Done, InstallationEnvelope, InstallationPage, InstallationParams, ListQuery,
+  LogsEnvelope, MyListQuery, MyValuesEnvelope, TeamParams, ToolsEnvelope, UpdateInstallationBody, ValuesBody,
+} from './schemas.js'
+import type { InstallationActor } from './service.js'
+
+const tags = ['MCP Installations']
+/** Reads: members of the team (and global admins), by session or by a bearer token with `mcp:read`. */
+const read = policy.dual('mcp:read', { teamPermission: 'team.installations.view' })
+/** Writes: the team's admins (and global admins), by session only — the command-line client cannot change installations. */
+const manage = policy.session({ teamPermission: 'team.installations.manage' })
+/** A member's own values: any member, by session only. */
+const ownValues = policy.session({ teamPermission: 'team.installations.view' })
+
+const actorOf = (request: FastifyRequest): InstallationActor => {
+  const caller = userCaller(request)
+  return { userId: caller.userId, isGlobalAdmin: caller.role === 'global_admin', ip: request.ip }
+}
+
+const SECRETS_TEXT = 'Secret values are write-only: no answer shows one again (`is_set` says whether it is set), and no log line or audit event holds one.'
+const VIEW_TEXT = [
+  'Each installation reads from the caller\'s point of view: `inputs` carry the team\'s values and the caller\'s own (never another member\'s),',
+  '`missing_inputs` lists the required inputs without a value or default (the team\'s, then the caller\'s own), and `status` is derived when read.',
+  SECRETS_TEXT,
+].join(' ')
+const VALUES_TEXT = [
+  'Values are text whatever the input\'s format; `choices` and `format` (`number`, `boolean`, `filepath`) are checked.',
+  'Every key is checked first: an unknown key, a key of the other scope or a value that does not fit → 400 `VALIDATION_ERROR` with one `details` entry per key (`values.<key>`), and nothing is written.',
+].join(' ')
+
+/** Installations: what a team runs, with its values; and what the command-line client reads of them. */
+export const installationRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const installations = () => app.services.installations
+
+  app.get('/api/teams/:teamId/mcp/installations', {
+    config: { auth: read },
+    schema: {
+      tags, summary: "The team's installations, by name",
+      description: VIEW_TEXT, params: TeamParams, querystring: ListQuery, response: { 200: InstallationPage },
+    },
+  }, async (request) => {
+    const { limit = 20, offset = 0 } = request.query
+    const page = await installations().list(request.params.teamId, actorOf(request), limit, offset)
+    return { success: true as const, data: { installations: page.views, pagination: paginate(page.total, limit, offset) } }
+  })
+
+  app.post('/api/teams/:teamId/mcp/installations', {
+    config: { auth: manage },
+    schema: {
+      tags, summary: 'Install a catalogue server for the team',
+      description: [
+        'The server (by id or slug) must be visible to the team: a global server, or one of the team\'s own (404 otherwise).',
+        'Without `version`, the latest version is installed and followed (`track_latest` defaults to true); with it, that exact version is pinned.',
+        'A yanked or deprecated version, a disabled server, or a server without an active version → 409 `VERSION_NOT_INSTALLABLE`.',
+        'The inputs are derived from the version for the target (default: the first package, else the first remote); a target that does not exist or cannot run → 400 naming `target`.',
+        '`user_scoped` names the keys each member sets for themselves; `values` sets team-scoped keys.',
+        'Without `name`, the server\'s slug is used, suffixed (`-2`, `-3`…) while taken; an explicit name that is taken → 409 `INSTALLATION_NAME_TAKEN`.',
+        'Without `satellite_id`, it is placed on the team\'s online satellite with the fewest installations, else on such a global satellite, else left unplaced until one comes online.',
+        `A satellite of another team → 404; a disabled one → 400. ${VALUES_TEXT}`,
+      ].join(' '),
+      params: TeamParams, body: CreateInstallationBody, response: { 201: InstallationEnvelope },
+    },
+  }, async (request, reply) => {
+    const installation = await installations().create(request.params.teamId, request.body, actorOf(request))
+    return reply.code(201).send({ success: true as const, message: 'Installation created.', data: { installation } })
+  })
+
+  app.get('/api/teams/:teamId/mcp/installations/:id', {
+    config: { auth: read },
+    schema: {
+      tags, summary: 'One installation of the team',
+      description: `Another team's installation → 404. ${VIEW_TEXT}`,
+      params: InstallationParams, response: { 200: InstallationEnvelope },
+    },
+  }, async (request) => {
+    return { success: true as const, data: { installation: await installations().get(request.params.teamId, request.params.id, actorOf(request)) } }
+  })
+
+  app.patch('/api/teams/:teamId/mcp/installations/:id', {
+    config: { auth: manage },
+    schema: {
+      tags, summary: 'Change an installation',
+      description: [
+        'Only the fields sent change. A new `version`, `target` or `user_scoped` derives the inputs again: values of keys that remain in the same scope are kept, the others are dropped.',
+        'Turning `track_latest` on moves to the latest version. `satellite_id: null` asks for the automatic placement again.',
+        'The rules of creation apply (409 `VERSION_NOT_INSTALLABLE`, 409 `INSTALLATION_NAME_TAKEN`, 400 naming `target`, `user_scoped` or `satellite_id`).',
+      ].join(' '),
+      params: InstallationParams, body: UpdateInstallationBody, response: { 200: InstallationEnvelope },
+    },
+  }, async (request) => {
+    const installation = await installations().update(request.params.teamId, request.params.id, request.body, actorOf(request))
+    return { success: true as const, message: 'Installation updated.', data: { installation } }
+  })
+
+  app.put('/api/teams/:teamId/mcp/installations/:id/values', {
+    config: { auth: manage },
+    schema: {
+      tags, summary: "Set or unset the team's values",
+      description: `For team-scoped keys only (each member sets user-scoped keys under my-values); \`null\` unsets. ${VALUES_TEXT} ${SECRETS_TEXT}`,
+      params: InstallationParams, body: ValuesBody, response: { 200: InstallationEnvelope },
+    },
+  }, async (request) => {
+    const installation = await installations().setValues(request.params.teamId, request.params.id, request.body.values, actorOf(request))
+    return { success: true as const, message: 'Values saved.', data: { installation } }
+  })
+
+  app.get('/api/teams/:teamId/mcp/installations/:id/my-values', {
+    config: { auth: read },
+    schema: {
+      tags, summary: "The caller's own values of the user-scoped inputs",
+      description: `Each user-scoped input with the caller's \`is_set\` (and \`value\`, unless it is a secret). ${SECRETS_TEXT}`,
+      params: InstallationParams, response: { 200: MyValuesEnvelope },
+    },
+  }, async (request) => {
+    return { success: true as const, data: { values: await installations().myValues(request.params.teamId, request.params.id, actorOf(request)) } }
+  })
+
+  app.put('/api/teams/:teamId/mcp/installations/:id/my-values', {
+    config: { auth: ownValues },
+    schema: {
+      tags, summary: "Set or unset the caller's own values",
+      description: `For user-scoped keys only, by a member of the team (a global admin who is not a member has no values of their own: 403). ${VALUES_TEXT} ${SECRETS_TEXT}`,
+      params: InstallationParams, body: ValuesBody, response: { 200: MyValuesEnvelope },
+    },
+  }, async (request) => {
+    const values = await installations().setMyValues(request.params.teamId, request.params.id, request.body.values, actorOf(request))
+    return { success: true as const, message: 'Your values were saved.', data: { values } }
+  })
+
+  app.post('/api/teams/:teamId/mcp/installations/:id/restart', {
+    config: { auth: manage },
+    schema: {
+      tags, summary: "Restart the installation's instances",
+      description: 'Counts a restart generation: the satellite restarts every instance of the installation when it next reads what to run.',
+      params: InstallationParams, response: { 200: InstallationEnvelope },
+    },
+  }, async (request) => {
+    const installation = await installations().restart(request.params.teamId, request.params.id, actorOf(request))
+    return { success: true as const, message: 'Restart requested.', data: { installation } }
+  })
+
+  app.delete('/api/teams/:teamId/mcp/installations/:id', {
+    config: { auth: manage },
+    schema: {
+      tags, summary: 'Delete an installation',
+      description: 'Removes it with every value (the team\'s and the members\' own); its satellite stops it when it next reads what to run.',
+      params: InstallationParams, response: { 200: Done },
+    },
+  }, async (request) => {
+    await installations().delete(request.params.teamId, request.params.id, actorOf(request))
+    return { success: true as const, message: 'Installation deleted.' }
+  })
+
+  app.get('/api/teams/:teamId/mcp/installations/:id/tools', {
+    config: { auth: read },
+    schema: {
+      tags, summary: 'The tools the satellite reported',
+      description: 'The full list the satellite running the installation last reported for its current spec; empty until it reports one.',
+      params: InstallationParams, response: { 200: ToolsEnvelope },
+    },
+  }, async (request) => {
+    await installations().exists(request.params.teamId, request.params.id)
+    return { success: true as const, data: { tools: [] } }
+  })
+
+  app.get('/api/teams/:teamId/mcp/installations/:id/logs', {
+    config: { auth: read },
+    schema: {
+      tags, summary: "The installation's log lines, newest first",
+      description: "For the team's admins; a member who is not an admin reads only the lines of their own instance of a per-user installation. Lines come from the satellite's reports, with the instance's secret values masked before they are stored.",
+      params: InstallationParams, querystring: ListQuery, response: { 200: LogsEnvelope },
+    },
+  }, async (request) => {
+    const { limit = 20, offset = 0 } = request.query
+    const { teamId, id } = request.params
+    const caller = userCaller(request)
+    const role = caller.role === 'global_admin' ? 'global_admin' : await app.services.teams.roleOf(caller.userId, teamId)
+    const admin = role !== null && roleHas(role, 'team.installations.manage')
+    const view = await installations().get(teamId, id, actorOf(request))
+    if (!admin && view.instance_mode !== 'per_user') throw errors.forbidden({ required_permission: 'team.installations.manage' })
+    return { success: true as const, data: { logs: [], pagination: paginate(0, limit, offset) } }
+  })
+
+  app.get('/api/users/me/mcp/installations', {
+    config: { auth: policy.dual('mcp:read') },
+    schema: {
+      tags, summary: "The installations of every team of the caller",
+      description: `By team, then name; \`team_id\` keeps one team. ${VIEW_TEXT}`,
+      querystring: MyListQuery, response: { 200: InstallationPage },
+    },
+  }, async (request) => {
+    const { limit = 20, offset = 0, team_id: teamId } = request.query
+    const page = await installations().listMine(actorOf(request), teamId, limit, offset)
+    return { success: true as const, data: { installations: page.views, pagination: paginate(page.total, limit, offset) } }
+  })
+
+  app.get('/api/users/me/mcp/client-config', {
+    config: { auth: policy.dual('mcp:read') },
+    schema: {
+      tags, summary: 'A client configuration for the caller\'s runnable installations',
+      description: [
+        'An `mcpServers` document for MCP clients: `"<team slug>-<name>": {type: "http", url}` for every installation the caller can use now',
+        '(placed on a satellite that has a URL, desired running, and configured for the caller). URLs only: clients authorize with their own OAuth tokens, never with credentials from here.',
+      ].join(' '),
+      querystring: ClientConfigQuery, response: { 200: ClientConfigEnvelope },
+    },
+  }, async (request) => {
+    return { success: true as const, data: { mcpServers: await installations().clientConfig(actorOf(request), request.query.team_id) } }
+  })
+}

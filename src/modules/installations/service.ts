@@ -1,0 +1,475 @@
+import type { InstallationDetail, InstallationPatch, InstallationRow, InstallationsRepository } from '../../db/repositories/installations.js'
+import type { SatellitesRepository } from '../../db/repositories/satellites.js'
+import type { ServerRow } from '../../db/repositories/server-filters.js'
+import type { ServerVersionsRepository, VersionRow } from '../../db/repositories/server-versions.js'
+import type { ServersRepository } from '../../db/repositories/servers.js'
+import type { TeamsRepository } from '../../db/repositories/teams.js'
+import { newId } from '../../db/ids.js'
+import type { Database, Db } from '../../db/types.js'
+import type { InstallationInput, InstallationTarget } from '../../formats/installation-inputs.js'
+import { AppError, errors, type FieldProblem } from '../../http/errors.js'
+import type { Clock } from '../../lib/clock.js'
+import type { AuditLog } from '../audit/service.js'
+import { deriveInputs, inputSourceOf, targetTransport, unknownInputKeys } from './inputs.js'
+import type { ValueBox } from './sealed-values.js'
+import type { CreateInstallationBody, InstallationView, UpdateInstallationBody } from './schemas.js'
+import { checkValue } from './values.js'
+import { groupValues, inputView, installationView, type ValuesForCaller } from './views.js'
+
+/** A satellite silent for this long is offline (the satellites' own rule). */
+const OFFLINE_AFTER_MS = 90_000
+/** How many unplaced installations one satellite's heartbeat places at most (the rest at the next one). */
+const PLACEMENTS_PER_HEARTBEAT = 100
+
+/** Who acts on installations, and from where (for the audit trail). */
+export interface InstallationActor {
+  userId: string
+  isGlobalAdmin: boolean
+  ip: string
+}
+
+export type ValueMap = Record<string, string | null>
+
+/** What runs, as derived from a version for one target. */
+interface Derived {
+  version: VersionRow
+  target: InstallationTarget
+  transport: string
+  inputs: InstallationInput[]
+}
+
+const notInstallable = (message: string) => errors.conflict('VERSION_NOT_INSTALLABLE', message)
+const invalid = (field: string, message: string) => errors.validation([{ field, message, in: 'body' }])
+const nameTaken = (name: string) => errors.conflict('INSTALLATION_NAME_TAKEN', `The team already has an installation named "${name}"; choose another name.`)
+
+/**
+ * The installations of teams: what each runs, with which values, where. No Fastify types here.
+ * Every write runs in one transaction that first takes the team's row, so a team's installations
+ * change one write at a time (names, placements, values) and a team being deleted waits for them.
+ */
+export class InstallationService {
+  constructor(private readonly deps: {
+    database: Database
+    installations: InstallationsRepository
+    servers: ServersRepository
+    versions: ServerVersionsRepository
+    satellites: SatellitesRepository
+    teams: TeamsRepository
+    box: ValueBox
+    audit: AuditLog
+    clock: Clock
+  }) {}
+
+  // Reads
+
+  async list(teamId: string, actor: InstallationActor, limit: number, offset: number): Promise<{ views: InstallationView[]; total: number }> {
+    const page = await this.deps.installations.listForTeam(teamId, limit, offset)
+    return { views: await this.views(page.rows, actor.userId), total: page.total }
+  }
+
+  /** Every installation of every team the caller is a member of (or of one such team). */
+  async listMine(actor: InstallationActor, teamId: string | undefined, limit: number, offset: number): Promise<{ views: InstallationView[]; total: number }> {
+    const page = await this.deps.installations.listForMember(actor.userId, teamId, limit, offset)
+    return { views: await this.views(page.rows, actor.userId), total: page.total }
+  }
+
+  async get(teamId: string, id: string, actor: InstallationActor): Promise<InstallationView> {
+    const [view] = await this.views([await this.detail(teamId, id)], actor.userId)
+    return view!
+  }
+
+  /** The installation's user-scoped inputs with the caller's own values. */
+  async myValues(teamId: string, id: string, actor: InstallationActor): Promise<InstallationView['inputs']> {
+    const detail = await this.detail(teamId, id)
+    const own = groupValues(await this.deps.installations.valuesOf([id], actor.userId)).get(id)?.own ?? new Map()
+    return detail.installation.inputs.filter((input) => input.scope === 'user').map((input) => inputView(input, own.get(input.key)))
+  }
+
+  /**
+   * A client configuration for the caller's runnable installations (placed on a satellite with a
+   * URL, running, and configured for the caller): `<team slug>-<name>` → the endpoint. URLs only.
+   */
+  async clientConfig(actor: InstallationActor, teamId: string | undefined): Promise<Record<string, { type: 'http'; url: string }>> {
+    const servers: Record<string, { type: 'http'; url: string }> = {}
+    for (let offset = 0; ; offset += 100) {
+      const page = await this.deps.installations.listForMember(actor.userId, teamId, 100, offset)
+      const views = await this.views(page.rows, actor.userId)
+      page.rows.forEach((detail, index) => {
+        const view = views[index]!
+        if (view.endpoint_url !== null && view.desired === 'running' && view.status !== 'needs_config') {
+          servers[`${detail.team.slug}-${view.name}`] = { type: 'http', url: view.endpoint_url }
+        }
+      })
+      if (offset + 100 >= page.total) return servers
+    }
+  }
+
+  // Writes
+
+  async create(teamId: string, body: CreateInstallationBody, actor: InstallationActor): Promise<InstallationView> {
+    const { installations, audit } = this.deps
+    const now = this.now()
+    const id = await this.teamTransaction(teamId, async (tx) => {
+      const server = await this.installableServer(body.server_id, teamId, tx)
+      const version = await this.installableVersion(server, body.version, tx)
+      const derived = this.derive(server, version, body.target, body.user_scoped ?? [])
+      const problems = checkValues(derived.inputs, body.values ?? {}, 'team')
+      if (problems.length > 0) throw errors.validation(problems)
+      const satelliteId = await this.placement(teamId, body.satellite_id, tx)
+      const row: InstallationRow = {
+        id: newId(), teamId, serverId: server.id, versionId: version.id, name: '', trackLatest: body.track_latest ?? body.version === undefined,
+        targetKind: derived.target.kind, targetIndex: derived.target.index, transport: derived.transport, inputs: derived.inputs,
+        satelliteId, desired: body.desired ?? 'running', specRevision: 1, restartGeneration: 0, createdBy: actor.userId, createdAt: now, updatedAt: now,
+      }
+      const created = body.name !== undefined
+        ? await installations.with(tx).insert({ ...row, name: body.name })
+        : await this.insertWithFreeName(row, server.slug, tx)
+      if (created === null) throw nameTaken(body.name!)
+      await this.writeValues(tx, created.id, null, derived.inputs, body.values ?? {}, now)
+      await audit.record('installation.created', {
+        actorId: actor.userId, ip: actor.ip, target: created.id,
+        details: {
+          team_id: teamId, server_id: server.id, version: version.version, name: created.name, satellite_id: satelliteId,
+          user_scoped: derived.inputs.filter((input) => input.scope === 'user').map((input) => input.key), keys: Object.keys(body.values ?? {}),
+        },
+      }, tx)
+      return created.id
+    })
+    return this.get(teamId, id, actor)
+  }
+
+  /**
+   * Changes what the body names. A new version, target or choice of user-scoped keys derives the
+   * inputs again; the values of keys that remain (in the same scope) are kept, the others dropped.
+   */
+  async update(teamId: string, id: string, body: UpdateInstallationBody, actor: InstallationActor): Promise<InstallationView> {
+    const { installations, audit } = this.deps
+    await this.teamTransaction(teamId, async (tx) => {
+      const current = await this.locked(teamId, id, tx)
+      const patch: InstallationPatch = {}
+      if (body.name !== undefined) patch.name = body.name
+      if (body.desired !== undefined) patch.desired = body.desired
+      if (body.track_latest !== undefined) patch.trackLatest = body.track_latest
+      if (body.satellite_id !== undefined) patch.satelliteId = await this.placement(teamId, body.satellite_id, tx)
+      const rederive = body.version !== undefined || body.target !== undefined || body.user_scoped !== undefined || (body.track_latest === true && !current.trackLatest)
+      if (rederive) {
+        const server = await this.installableServer(current.serverId, teamId, tx)
+        const following = patch.trackLatest ?? current.trackLatest
+        const version = body.version !== undefined
+          ? await this.installableVersion(server, body.version, tx)
+          : following ? await this.installableVersion(server, undefined, tx) : (await this.deps.versions.with(tx).findById(current.versionId))!
+        const target = body.target ?? { kind: current.targetKind, index: current.targetIndex }
+        const userScoped = body.user_scoped ?? current.inputs.filter((input) => input.scope === 'user').map((input) => input.key)
+        const derived = this.derive(server, version, target, userScoped, body.user_scoped === undefined)
+        Object.assign(patch, { versionId: version.id, targetKind: derived.target.kind, targetIndex: derived.target.index, transport: derived.transport, inputs: derived.inputs })
+      }
+      const changed = (Object.keys(patch) as Array<keyof InstallationPatch>).filter((key) => !sameValue(patch[key], current[key]))
+      if (changed.length === 0) return
+      const updated = await installations.with(tx).update(id, patch, { respec: true, now: this.now() })
+      if (updated === 'name_taken') throw nameTaken(body.name!)
+      if (updated === null) throw errors.notFound('Installation')
+      if (patch.inputs !== undefined) await this.reconcileValues(tx, id, patch.inputs)
+      await audit.record('installation.updated', {
+        actorId: actor.userId, ip: actor.ip, target: id, details: { team_id: teamId, fields: Object.keys(body), ...(patch.satelliteId === undefined ? {} : { satellite_id: patch.satelliteId }) },
+      }, tx)
+    })
+    return this.get(teamId, id, actor)
+  }
+
+  /** The team's values (team-scoped keys), all or nothing. */
+  async setValues(teamId: string, id: string, values: ValueMap, actor: InstallationActor): Promise<InstallationView> {
+    await this.teamTransaction(teamId, async (tx) => {
+      const current = await this.locked(teamId, id, tx)
+      const problems = checkValues(current.inputs, values, 'team')
+      if (problems.length > 0) throw errors.validation(problems)
+      await this.writeValues(tx, id, null, current.inputs, values, this.now())
+      await this.deps.installations.with(tx).update(id, {}, { respec: true, now: this.now() })
+      await this.deps.audit.record('installation.values_set', {
+        actorId: actor.userId, ip: actor.ip, target: id, details: { team_id: teamId, ...keysOf(values) },
+      }, tx)
+    })
+    return this.get(teamId, id, actor)
+  }
+
+  /** The caller's own values of user-scoped keys; only a member of the team has any. */
+  async setMyValues(teamId: string, id: string, values: ValueMap, actor: InstallationActor): Promise<InstallationView['inputs']> {
+    await this.teamTransaction(teamId, async (tx) => {
+      if ((await this.deps.teams.with(tx).roleOf(actor.userId, teamId)) === null) {
+        throw errors.forbidden({ required_role: 'team member' }, 'Forbidden: only members of the team set their own values.')
+      }
+      const current = await this.locked(teamId, id, tx)
+      const problems = checkValues(current.inputs, values, 'user')
+      if (problems.length > 0) throw errors.validation(problems)
+      await this.writeValues(tx, id, actor.userId, current.inputs, values, this.now())
+      await this.deps.installations.with(tx).update(id, {}, { respec: true, now: this.now() })
+      await this.deps.audit.record('installation.my_values_set', {
+        actorId: actor.userId, ip: actor.ip, target: id, details: { team_id: teamId, ...keysOf(values) },
+      }, tx)
+    })
+    return this.myValues(teamId, id, actor)
+  }
+
+  /** Asks the satellite to restart the installation's instances (a new restart generation). */
+  async restart(teamId: string, id: string, actor: InstallationActor): Promise<InstallationView> {
+    await this.teamTransaction(teamId, async (tx) => {
+      const current = await this.locked(teamId, id, tx)
+      await this.deps.installations.with(tx).update(id, { restartGeneration: current.restartGeneration + 1 }, { respec: true, now: this.now() })
+      await this.deps.audit.record('installation.restarted', { actorId: actor.userId, ip: actor.ip, target: id, details: { team_id: teamId, restart_generation: current.restartGeneration + 1 } }, tx)
+    })
+    return this.get(teamId, id, actor)
+  }
+
+  /** Removes it with its values; its satellite stops it at its next poll. */
+  async delete(teamId: string, id: string, actor: InstallationActor): Promise<void> {
+    await this.teamTransaction(teamId, async (tx) => {
+      await this.locked(teamId, id, tx)
+      const row = await this.deps.installations.with(tx).delete(id)
+      if (row === null) throw errors.notFound('Installation')
+      await this.deps.audit.record('installation.deleted', {
+        actorId: actor.userId, ip: actor.ip, target: id, details: { team_id: teamId, name: row.name, server_id: row.serverId },
+      }, tx)
+    })
+  }
+
+  /** Checks the installation exists for the tools and logs reads (which satellites' reports fill). */
+  async exists(teamId: string, id: string): Promise<void> {
+    await this.detail(teamId, id)
+  }
+
+  // Hooks of other parts
+
+  /**
+   * A satellite sent a heartbeat: place the installations waiting for one (of its team, or of any
+   * team for a global satellite), each where the automatic placement puts it now.
+   */
+  async placeWaiting(satellite: { id: string; teamId: string | null }): Promise<void> {
+    const { installations, database } = this.deps
+    const waiting = await installations.unplaced(satellite.teamId, PLACEMENTS_PER_HEARTBEAT)
+    for (const row of waiting) {
+      await database.transaction(async (tx) => {
+        const satelliteId = await this.automaticPlacement(row.teamId, tx)
+        if (satelliteId !== null && (await installations.with(tx).place(row.id, satelliteId, this.now()))) {
+          await this.deps.audit.record('installation.placed', { target: row.id, details: { team_id: row.teamId, satellite_id: satelliteId } }, tx)
+        }
+      })
+    }
+  }
+
+  /** A satellite was disabled: its installations are placed again the automatic way. */
+  async releaseSatellite(satelliteId: string): Promise<void> {
+    const moved = await this.deps.installations.unplaceFrom(satelliteId, this.now())
+    if (moved > 0) await this.placeAllWaiting()
+  }
+
+  /** Places whatever waits, on any online satellite (after a satellite was deleted or disabled). */
+  async placeAllWaiting(): Promise<void> {
+    await this.placeWaiting({ id: '', teamId: null })
+  }
+
+  /**
+   * Run in the catalogue transaction that changed a server's latest version: the installations
+   * that track it move to it, each keeping its target and user-scoped keys, when the new version
+   * has that target and it can be installed; one that cannot move stays where it is.
+   */
+  async followLatest(serverId: string, tx: Db): Promise<void> {
+    const { installations, versions, servers, audit } = this.deps
+    const tracking = await installations.with(tx).trackingLatest(serverId)
+    if (tracking.length === 0) return
+    const latest = await versions.with(tx).latest(serverId)
+    if (latest === undefined) return
+    const server = await servers.with(tx).find(serverId, { userId: '', isGlobalAdmin: true })
+    if (server === undefined) return
+    for (const row of tracking) {
+      if (row.versionId === latest.id) continue
+      const userScoped = row.inputs.filter((input) => input.scope === 'user').map((input) => input.key)
+      let derived: Derived
+      try {
+        derived = this.derive(server, latest, { kind: row.targetKind, index: row.targetIndex }, userScoped, true)
+      } catch (error) {
+        if (error instanceof AppError) continue
+        throw error
+      }
+      await installations.with(tx).update(row.id, {
+        versionId: latest.id, transport: derived.transport, inputs: derived.inputs,
+      }, { respec: true, now: this.now() })
+      await this.reconcileValues(tx, row.id, derived.inputs)
+      await audit.record('installation.version_followed', { target: row.id, details: { team_id: row.teamId, server_id: serverId, version: latest.version } }, tx)
+    }
+  }
+
+  /** Run in the catalogue transaction deleting a server: one that a team runs is not deleted. */
+  async assertServerUnused(serverId: string, tx: Db): Promise<void> {
+    const used = await this.deps.installations.with(tx).countForServer(serverId)
+    if (used > 0) {
+      throw errors.conflict('SERVER_IN_USE', `The server is installed ${used} time${used === 1 ? '' : 's'}; those installations must be deleted first.`)
+    }
+  }
+
+  // Parts
+
+  private async views(rows: InstallationDetail[], userId: string): Promise<InstallationView[]> {
+    const values = groupValues(await this.deps.installations.valuesOf(rows.map((row) => row.installation.id), userId))
+    const silentSince = new Date(this.deps.clock.now() - OFFLINE_AFTER_MS)
+    return rows.map((row) => installationView(row, values.get(row.installation.id), silentSince))
+  }
+
+  private async detail(teamId: string, id: string): Promise<InstallationDetail> {
+    const detail = await this.deps.installations.find(teamId, id)
+    if (detail === undefined) throw errors.notFound('Installation')
+    return detail
+  }
+
+  private async locked(teamId: string, id: string, tx: Db): Promise<InstallationRow> {
+    const row = await this.deps.installations.with(tx).lock(teamId, id)
+    if (row === undefined) throw errors.notFound('Installation')
+    return row
+  }
+
+  /** One transaction that first takes the team's row; the team must exist (a global admin passes the route's check for any id). */
+  private teamTransaction<T>(teamId: string, write: (tx: Db) => Promise<T>): Promise<T> {
+    return this.deps.database.transaction(async (tx) => {
+      const teams = this.deps.teams.with(tx)
+      await teams.lock(teamId)
+      if ((await teams.find(teamId)) === undefined) throw errors.notFound('Team')
+      return write(tx)
+    })
+  }
+
+  /** A server the team may install: a global one, or one of the team's own; any other is 404. */
+  private async installableServer(idOrSlug: string, teamId: string, tx: Db): Promise<ServerRow> {
+    const server = await this.deps.servers.with(tx).find(idOrSlug, { userId: '', isGlobalAdmin: true })
+    if (server === undefined || (server.visibility === 'team' && server.ownerTeamId !== teamId)) throw errors.notFound('Server')
+    if (server.status === 'disabled') throw notInstallable(`The server "${server.slug}" is disabled in the catalogue; it cannot be installed or changed to another version.`)
+    return server
+  }
+
+  /** The exact version asked for, or the latest; it must be active. */
+  private async installableVersion(server: ServerRow, version: string | undefined, tx: Db): Promise<VersionRow> {
+    const versions = this.deps.versions.with(tx)
+    if (version === undefined) {
+      const latest = await versions.latest(server.id)
+      if (latest === undefined) throw notInstallable(`The server "${server.slug}" has no active version to install.`)
+      return latest
+    }
+    const row = await versions.findByVersion(server.id, version)
+    if (row === undefined) throw invalid('version', `the server "${server.slug}" has no version "${version}"`)
+    if (row.status !== 'active') throw notInstallable(`Version ${row.version} of "${server.slug}" is ${row.status}; only active versions can be installed.`)
+    return row
+  }
+
+  /**
+   * The target and inputs of a version. `dropUnknownScoped`: keys kept from an earlier version
+   * that this one lacks are dropped silently (they were checked when chosen); keys the request
+   * names must exist (400).
+   */
+  private derive(server: ServerRow, version: VersionRow, target: InstallationTarget | undefined, userScoped: readonly string[], dropUnknownScoped = false): Derived {
+    const source = inputSourceOf({ serverJson: version.serverJson, packages: version.packages ?? server.packages, remotes: version.remotes ?? server.remotes })
+    const derivation = deriveInputs(source, { target, userScopedKeys: userScoped })
+    if (!derivation.ok) {
+      if (derivation.target === null) throw notInstallable(`Version ${version.version} of "${server.slug}" has neither a package nor a remote: there is nothing to run.`)
+      throw invalid('target', derivation.reason)
+    }
+    const transport = targetTransport(source, derivation.target, server.transportType)
+    if (!transport.ok) throw invalid('target', transport.reason)
+    const unknown = dropUnknownScoped ? [] : unknownInputKeys(derivation.inputs, userScoped)
+    if (unknown.length > 0) throw invalid('user_scoped', `${unknown.join(', ')} ${unknown.length === 1 ? 'is not an input' : 'are not inputs'} of this target`)
+    return { version, target: derivation.target, transport: transport.transport, inputs: derivation.inputs }
+  }
+
+  /** An explicit satellite must be the team's or a global one (404 otherwise) and enabled; null asks for the automatic placement. */
+  private async placement(teamId: string, satelliteId: string | null | undefined, tx: Db): Promise<string | null> {
+    if (satelliteId === undefined || satelliteId === null) return this.automaticPlacement(teamId, tx)
+    const satellite = await this.deps.satellites.with(tx).find(satelliteId)
+    if (satellite === undefined || (satellite.satelliteType === 'team' && satellite.teamId !== teamId)) throw errors.notFound('Satellite')
+    if (satellite.disabledAt !== null) throw invalid('satellite_id', `the satellite ${satellite.name} is disabled`)
+    return satellite.id
+  }
+
+  /** The online satellite of the team, else the online global one, with the fewest installations (ties by id); null when none is online. */
+  private async automaticPlacement(teamId: string, tx: Db): Promise<string | null> {
+    const online = await this.deps.installations.with(tx).onlineSatellites(teamId, new Date(this.deps.clock.now() - OFFLINE_AFTER_MS))
+    const pick = (candidates: typeof online) => candidates.sort((a, b) => a.installations - b.installations || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))[0]
+    return (pick(online.filter((satellite) => satellite.teamId === teamId)) ?? pick(online.filter((satellite) => satellite.teamId === null)))?.id ?? null
+  }
+
+  /** Inserts under the first free name of `slug`, `slug-2`, `slug-3`… (the unique index decides). */
+  private async insertWithFreeName(row: InstallationRow, slug: string, tx: Db): Promise<InstallationRow | null> {
+    const installations = this.deps.installations.with(tx)
+    const base = slug.slice(0, 56).replace(/-+$/, '') || 'server'
+    const taken = new Set(await installations.namesLike(row.teamId, base))
+    for (let n = 1; n < 10_000; n++) {
+      const name = n === 1 ? base : `${base}-${n}`
+      if (taken.has(name)) continue
+      const inserted = await installations.insert({ ...row, name })
+      if (inserted !== null) return inserted
+    }
+    return null
+  }
+
+  /** Writes checked values: null unsets; a secret input's value is sealed to its place. */
+  private async writeValues(tx: Db, installationId: string, userId: string | null, inputs: readonly InstallationInput[], values: ValueMap, now: Date): Promise<void> {
+    const installations = this.deps.installations.with(tx)
+    for (const [key, value] of Object.entries(values)) {
+      if (value === null) {
+        await installations.deleteValue(installationId, userId, key)
+        continue
+      }
+      const secret = inputs.find((input) => input.key === key)?.secret ?? true
+      await installations.putValue({
+        installationId, userId, key, updatedAt: now,
+        value: secret ? null : value,
+        sealed: secret ? this.deps.box.seal(value, { installationId, userId, key }) : null,
+      })
+    }
+  }
+
+  /**
+   * After the inputs changed: values of keys that are gone, or whose scope changed, are dropped;
+   * a value that is now a secret is sealed. A secret that is no longer one stays sealed (a value
+   * written as a secret is never shown).
+   */
+  private async reconcileValues(tx: Db, installationId: string, inputs: readonly InstallationInput[]): Promise<void> {
+    const installations = this.deps.installations.with(tx)
+    const byKey = new Map(inputs.map((input) => [input.key, input]))
+    for (const row of await installations.allValuesOf(installationId)) {
+      const input = byKey.get(row.key)
+      if (input === undefined || (input.scope === 'team') !== (row.userId === null)) {
+        await installations.deleteValue(installationId, row.userId, row.key)
+      } else if (input.secret && row.sealed === null && row.value !== null) {
+        await installations.putValue({ ...row, value: null, sealed: this.deps.box.seal(row.value, { installationId, userId: row.userId, key: row.key }) })
+      }
+    }
+  }
+
+  private now(): Date {
+    return new Date(this.deps.clock.now())
+  }
+}
+
+/** Every problem of a set of values, each naming its key; empty when all may be written. */
+export function checkValues(inputs: readonly InstallationInput[], values: ValueMap, scope: 'team' | 'user'): FieldProblem[] {
+  const problems: FieldProblem[] = []
+  for (const [key, value] of Object.entries(values)) {
+    const field = `values.${key}`
+    const input = inputs.find((each) => each.key === key)
+    if (input === undefined) problems.push({ field, message: `${key} is not an input of this installation`, in: 'body' })
+    else if (input.scope !== scope) {
+      problems.push({
+        field, in: 'body',
+        message: scope === 'team' ? `${key} is set by each member for themselves (PUT …/my-values)` : `${key} is set by the team's admins for the whole team (PUT …/values)`,
+      })
+    } else if (value !== null) {
+      const problem = checkValue(input, value)
+      if (problem !== null) problems.push({ field, message: problem.message, in: 'body' })
+    }
+  }
+  return problems
+}
+
+/** The audit details of a values write: which keys were set and which unset, never a value. */
+const keysOf = (values: ValueMap) => ({
+  set: Object.keys(values).filter((key) => values[key] !== null),
+  unset: Object.keys(values).filter((key) => values[key] === null),
+})
+
+const sameValue = (a: unknown, b: unknown): boolean => (typeof a === 'object' && a !== null ? JSON.stringify(a) === JSON.stringify(b) : a === b)

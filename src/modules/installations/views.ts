@@ -1,0 +1,112 @@
+import type { InstallationDetail, SetValue } from '../../db/repositories/installations.js'
+import type { InstallationInput } from '../../formats/installation-inputs.js'
+import type { InstallationView } from './schemas.js'
+
+/**
+ * How an installation reads, from one caller's point of view: the team's values and the caller's
+ * own (never another member's), the inputs still missing, and the status derived from them and
+ * from the satellite. Pure: the service gives it the rows and the instant before which a
+ * satellite's heartbeat means it is offline.
+ */
+
+type InputView = InstallationView['inputs'][number]
+type Status = InstallationView['status']
+
+/** The values an installation has, for one caller: the team's by key, and the caller's own by key. */
+export interface ValuesForCaller {
+  team: Map<string, SetValue>
+  own: Map<string, SetValue>
+}
+
+export function groupValues(rows: readonly SetValue[]): Map<string, ValuesForCaller> {
+  const byInstallation = new Map<string, ValuesForCaller>()
+  for (const row of rows) {
+    let entry = byInstallation.get(row.installationId)
+    if (entry === undefined) byInstallation.set(row.installationId, (entry = { team: new Map(), own: new Map() }))
+    ;(row.userId === null ? entry.team : entry.own).set(row.key, row)
+  }
+  return byInstallation
+}
+
+const NO_VALUES: ValuesForCaller = { team: new Map(), own: new Map() }
+
+/** An input as the API shows it; the value only when it is not a secret (`showOwn`: the caller's own value of a user input). */
+export function inputView(input: InstallationInput, set: SetValue | undefined): InputView {
+  const view: InputView = {
+    key: input.key, kind: input.kind, description: input.description, required: input.required, secret: input.secret, scope: input.scope,
+    is_set: set !== undefined,
+  }
+  if (input.default !== undefined) view.default = input.default
+  if (input.choices !== undefined) view.choices = input.choices
+  if (input.format !== undefined) view.format = input.format
+  if (set !== undefined && !input.secret && set.value !== null) view.value = set.value
+  return view
+}
+
+/** Required inputs with neither a value nor a default: the team's, then the caller's own. */
+export function missingInputs(inputs: readonly InstallationInput[], values: ValuesForCaller): { team: string[]; own: string[] } {
+  const team: string[] = []
+  const own: string[] = []
+  for (const input of inputs) {
+    if (!input.required || input.default !== undefined) continue
+    if (input.scope === 'team' && !values.team.has(input.key)) team.push(input.key)
+    if (input.scope === 'user' && !values.own.has(input.key)) own.push(input.key)
+  }
+  return { team, own }
+}
+
+const listed = (keys: string[]): string => keys.join(', ')
+
+/** The status and its reason, in the order that decides: configuration, the team's wish, placement, the satellite. */
+export function statusOf(detail: InstallationDetail, missing: { team: string[]; own: string[] }, silentSince: Date): { status: Status; reason: string } {
+  const { installation, satellite } = detail
+  if (missing.team.length > 0) return { status: 'needs_config', reason: `A team admin must set ${listed(missing.team)} (PUT …/values).` }
+  if (missing.own.length > 0) return { status: 'needs_config', reason: `You have not set your own ${listed(missing.own)} (PUT …/my-values).` }
+  if (installation.desired === 'stopped') return { status: 'stopped', reason: 'Stopped by the team (desired: stopped).' }
+  if (satellite === null) {
+    return { status: 'pending', reason: "No satellite runs it yet: it is placed when one of the team's satellites, or a global one, is online." }
+  }
+  if (satellite.disabledAt !== null) return { status: 'pending', reason: `Its satellite ${satellite.name} is disabled; it is being placed on another one.` }
+  const reporting = satellite.status === 'active' || satellite.status === 'degraded' || satellite.status === 'error'
+  if (!reporting) return { status: 'pending', reason: `Waiting for its satellite ${satellite.name}, which has not reported since it registered.` }
+  if (satellite.lastHeartbeatAt === null || satellite.lastHeartbeatAt.getTime() < silentSince.getTime()) {
+    return { status: 'unknown', reason: `Its satellite ${satellite.name} has not reported for over 90 seconds; what runs there is not known.` }
+  }
+  return { status: 'pending', reason: `Waiting for its satellite ${satellite.name} to pick up revision ${installation.specRevision}.` }
+}
+
+/** `<satellite_url>/mcp/<installation id>`, once placed on a satellite that has a URL. */
+export function endpointOf(detail: InstallationDetail): string | null {
+  const url = detail.satellite?.url
+  if (url === null || url === undefined || detail.satellite?.disabledAt !== null) return null
+  return `${url.replace(/\/+$/, '')}/mcp/${detail.installation.id}`
+}
+
+export function installationView(detail: InstallationDetail, values: ValuesForCaller | undefined, silentSince: Date): InstallationView {
+  const { installation } = detail
+  const mine = values ?? NO_VALUES
+  const missing = missingInputs(installation.inputs, mine)
+  const { status, reason } = statusOf(detail, missing, silentSince)
+  return {
+    id: installation.id,
+    team_id: installation.teamId,
+    server: detail.server,
+    version: detail.version,
+    track_latest: installation.trackLatest,
+    name: installation.name,
+    target: { kind: installation.targetKind, index: installation.targetIndex, transport: installation.transport },
+    satellite_id: installation.satelliteId,
+    desired: installation.desired,
+    inputs: installation.inputs.map((input) => inputView(input, input.scope === 'team' ? mine.team.get(input.key) : mine.own.get(input.key))),
+    missing_inputs: [...missing.team, ...missing.own],
+    instance_mode: installation.inputs.some((input) => input.scope === 'user') ? 'per_user' : 'shared',
+    status,
+    status_reason: reason,
+    endpoint_url: endpointOf(detail),
+    tools_count: 0,
+    spec_revision: installation.specRevision,
+    created_by: installation.createdBy,
+    created_at: installation.createdAt.toISOString(),
+    updated_at: installation.updatedAt.toISOString(),
+  }
+}
