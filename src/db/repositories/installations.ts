@@ -172,15 +172,31 @@ export function installationsRepository(database: Database, executor: Db = datab
       await db.delete(values).where(and(eq(values.installationId, installationId), userId === null ? isNull(values.userId) : eq(values.userId, userId), eq(values.key, key)))
     },
 
-    /** Every sealed value (secret rotation); `reseal` writes one back. */
-    async sealedValues(): Promise<Array<Pick<ValueRow, 'installationId' | 'userId' | 'key' | 'sealed'>>> {
-      return db.select({ installationId: values.installationId, userId: values.userId, key: values.key, sealed: values.sealed }).from(values).where(isNotNull(values.sealed))
+    /** Every sealed value with its place (secret rotation). */
+    async sealedValues(): Promise<Array<Pick<ValueRow, 'installationId' | 'userId' | 'key'> & { sealed: string }>> {
+      const rows = await db
+        .select({ installationId: values.installationId, userId: values.userId, key: values.key, sealed: values.sealed })
+        .from(values)
+        .where(isNotNull(values.sealed))
+      return rows.map((row) => ({ ...row, sealed: row.sealed! }))
     },
 
-    async reseal(place: { installationId: string; userId: string | null; key: string }, sealed: string): Promise<void> {
-      await db.update(values).set({ sealed }).where(and(
-        eq(values.installationId, place.installationId), place.userId === null ? isNull(values.userId) : eq(values.userId, place.userId), eq(values.key, place.key),
-      ))
+    /**
+     * Replaces one sealed value, only if it still holds `previous` (nobody set it meanwhile);
+     * false otherwise. `updatedAt` stays: the value did not change, only the key sealing it.
+     */
+    async reseal(place: { installationId: string; userId: string | null; key: string }, sealed: string, previous: string): Promise<boolean> {
+      const rows = await db
+        .update(values)
+        .set({ sealed })
+        .where(and(
+          eq(values.installationId, place.installationId),
+          place.userId === null ? isNull(values.userId) : eq(values.userId, place.userId),
+          eq(values.key, place.key),
+          eq(values.sealed, previous),
+        ))
+        .returning({ key: values.key })
+      return rows.length === 1
     },
 
     /** How many installations use a server (a server in use is not deleted). */
@@ -201,17 +217,17 @@ export function installationsRepository(database: Database, executor: Db = datab
      */
     async onlineSatellites(teamId: string, onlineSince: Date): Promise<SatelliteLoad[]> {
       const s = t.satellites
-      const placed = sql<number>`(select count(*) from ${i} where ${i.satelliteId} = ${s.id})`.mapWith(Number)
-      const rows = await db
-        .select({ id: s.id, teamId: s.teamId, installations: placed })
+      return db
+        .select({ id: s.id, teamId: s.teamId, installations: count(i.id) })
         .from(s)
+        .leftJoin(i, eq(i.satelliteId, s.id))
         .where(and(
           or(eq(s.teamId, teamId), eq(s.satelliteType, 'global')),
           isNull(s.disabledAt),
           inArray(s.status, ['active', 'degraded']),
           gte(s.lastHeartbeatAt, onlineSince),
         ))
-      return rows
+        .groupBy(s.id, s.teamId)
     },
 
     /** Unplaced installations, oldest first: of one team, or of every team (a global satellite came online). */
