@@ -95,6 +95,13 @@ describe.each(DIALECTS)('installation lifecycle on %s', (dialect) => {
     await addVersion('3.0.0')
     const follow = await call('PATCH', installationOf(a.team.id, pinned.id), a.teamAdmin, { track_latest: true })
     expect(follow.json().data.installation).toMatchObject({ version: '3.0.0', track_latest: true })
+    // Choosing a version pins it; a version with track_latest must be the latest.
+    const repinned = await call('PATCH', installationOf(a.team.id, pinned.id), a.teamAdmin, { version: '1.0.0' })
+    expect(repinned.json().data.installation).toMatchObject({ version: '1.0.0', track_latest: false })
+    const contradiction = await call('POST', `/api/teams/${a.team.id}/mcp/installations`, a.teamAdmin, { server_id: server.id, version: '1.0.0', track_latest: true })
+    expectCode(contradiction, 400, 'VALIDATION_ERROR')
+    expect(contradiction.json().details[0].field).toBe('track_latest')
+    expect((await install(call, a.team.id, a.teamAdmin, { server_id: server.id, version: '3.0.0', track_latest: true })).track_latest).toBe(true)
     const audit = await call('GET', '/api/admin/audit-log?type=installation.version_followed&limit=100', admin)
     expect((audit.json().data.events as Array<{ target: string }>).some((event) => event.target === tracking.id)).toBe(true)
     expect(audit.body).not.toContain('acme-secret')

@@ -112,6 +112,7 @@ export class InstallationService {
     const id = await this.teamTransaction(teamId, async (tx) => {
       const server = await this.installableServer(body.server_id, teamId, tx)
       const version = await this.installableVersion(server, body.version, tx)
+      await this.checkTracking(server, version, body.track_latest, body.version, tx)
       const derived = this.derive(server, version, body.target, body.user_scoped ?? [])
       const problems = checkValues(derived.inputs, body.values ?? {}, 'team')
       if (problems.length > 0) throw errors.validation(problems)
@@ -150,6 +151,8 @@ export class InstallationService {
       if (body.name !== undefined) patch.name = body.name
       if (body.desired !== undefined) patch.desired = body.desired
       if (body.track_latest !== undefined) patch.trackLatest = body.track_latest
+      // Choosing a version pins it, unless the same request asks to follow the latest (which it must then be).
+      else if (body.version !== undefined) patch.trackLatest = false
       if (body.satellite_id !== undefined) patch.satelliteId = await this.placement(teamId, body.satellite_id, tx)
       const rederive = body.version !== undefined || body.target !== undefined || body.user_scoped !== undefined || (body.track_latest === true && !current.trackLatest)
       if (rederive) {
@@ -158,6 +161,7 @@ export class InstallationService {
         const version = body.version !== undefined
           ? await this.installableVersion(server, body.version, tx)
           : following ? await this.installableVersion(server, undefined, tx) : (await this.deps.versions.with(tx).findById(current.versionId))!
+        await this.checkTracking(server, version, body.track_latest, body.version, tx)
         const target = body.target ?? { kind: current.targetKind, index: current.targetIndex }
         const userScoped = body.user_scoped ?? current.inputs.filter((input) => input.scope === 'user').map((input) => input.key)
         const derived = this.derive(server, version, target, userScoped, body.user_scoped === undefined)
@@ -355,6 +359,15 @@ export class InstallationService {
     if (row === undefined) throw invalid('version', `the server "${server.slug}" has no version "${version}"`)
     if (row.status !== 'active') throw notInstallable(`Version ${row.version} of "${server.slug}" is ${row.status}; only active versions can be installed.`)
     return row
+  }
+
+  /** An explicit version and `track_latest: true` together must name the latest version (else the two contradict each other). */
+  private async checkTracking(server: ServerRow, version: VersionRow, trackLatest: boolean | undefined, asked: string | undefined, tx: Db): Promise<void> {
+    if (trackLatest !== true || asked === undefined) return
+    const latest = await this.deps.versions.with(tx).latest(server.id)
+    if (latest?.id !== version.id) {
+      throw invalid('track_latest', `follows the latest version (${latest?.version ?? 'none'}); give either a version to pin or track_latest: true, not ${version.version} with it`)
+    }
   }
 
   /**
