@@ -186,6 +186,7 @@ export class InstallationService {
       const current = await this.locked(teamId, id, tx)
       const problems = checkValues(current.inputs, values, 'team')
       if (problems.length > 0) throw errors.validation(problems)
+      if (Object.keys(values).length === 0) return
       await this.writeValues(tx, id, null, current.inputs, values, this.now())
       await this.deps.installations.with(tx).update(id, {}, { respec: true, now: this.now() })
       await this.deps.audit.record('installation.values_set', {
@@ -204,6 +205,7 @@ export class InstallationService {
       const current = await this.locked(teamId, id, tx)
       const problems = checkValues(current.inputs, values, 'user')
       if (problems.length > 0) throw errors.validation(problems)
+      if (Object.keys(values).length === 0) return
       await this.writeValues(tx, id, actor.userId, current.inputs, values, this.now())
       await this.deps.installations.with(tx).update(id, {}, { respec: true, now: this.now() })
       await this.deps.audit.record('installation.my_values_set', {
