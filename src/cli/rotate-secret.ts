@@ -1,12 +1,11 @@
 import { loadConfig, readEnvironment } from '../config.js'
 import { openDatabase } from '../db/client.js'
-import { settingsRepository } from '../db/repositories/settings.js'
-import { rotateSettingsSecret } from '../modules/settings/secret-rotation.js'
+import { rotateEncryptionSecret } from '../modules/installations/secret-rotation.js'
 
 /**
- * `OLD_ENCRYPTION_SECRET=<previous> npm run secret:rotate`: re-encrypts every secret setting in the
- * database named by DATABASE_URL from the previous secret to the configured ENCRYPTION_SECRET, in
- * one transaction. Both secrets come from the environment (or `.env`), never from the command
+ * `OLD_ENCRYPTION_SECRET=<previous> npm run secret:rotate`: re-encrypts every secret setting and
+ * every sealed installation value in the database named by DATABASE_URL from the previous secret
+ * to the configured ENCRYPTION_SECRET, in one transaction. Both secrets come from the environment (or `.env`), never from the command
  * line, where shell history and the process list would keep them; neither is ever printed.
  */
 const USAGE = 'usage: OLD_ENCRYPTION_SECRET=<previous secret> npm run secret:rotate   (the new secret is ENCRYPTION_SECRET)'
@@ -22,11 +21,15 @@ try {
   const database = openDatabase(config.database, { poolSize: 1, onPoolError: (error) => console.error(error.message) })
   try {
     await database.migrate()
-    const report = await rotateSettingsSecret(settingsRepository(database), { from, to: config.encryptionSecret })
+    const { settings, installationValues } = await rotateEncryptionSecret(database, { from, to: config.encryptionSecret })
     const list = (keys: string[]) => (keys.length === 0 ? 'none' : keys.join(', '))
-    console.info(`Re-encrypted with ENCRYPTION_SECRET: ${list(report.reencrypted)}.`)
-    if (report.current.length > 0) console.info(`Already under ENCRYPTION_SECRET, left as they are: ${list(report.current)}.`)
-    if (report.defaults.length > 0) console.info(`Never set (their default applies under any secret): ${list(report.defaults)}.`)
+    console.info(`Re-encrypted with ENCRYPTION_SECRET: ${list(settings.reencrypted)}.`)
+    if (settings.current.length > 0) console.info(`Already under ENCRYPTION_SECRET, left as they are: ${list(settings.current)}.`)
+    if (settings.defaults.length > 0) console.info(`Never set (their default applies under any secret): ${list(settings.defaults)}.`)
+    console.info(
+      `Installation secret values: ${installationValues.reencrypted} re-encrypted, ` +
+        `${installationValues.current} already under ENCRYPTION_SECRET.`,
+    )
     console.info('Sessions, OAuth tokens, satellite keys and registration tokens issued under the old secret no longer work.')
   } finally {
     await database.close()

@@ -1,6 +1,4 @@
-import { execFile } from 'node:child_process'
-import { existsSync, mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { eq } from 'drizzle-orm'
 import type { FastifyInstance } from 'fastify'
@@ -9,6 +7,7 @@ import { settingsRepository, type SettingRow } from '../../src/db/repositories/s
 import { projectRoot } from '../../src/paths.js'
 import { rotateSettingsSecret, RotationRefused, settingsBox } from '../../src/modules/settings/secret-rotation.js'
 import { createTestContext, TEST_SECRET, type TestContext } from '../helpers/app.js'
+import { runCli } from '../helpers/cli.js'
 import { DIALECTS, type TestDialect } from '../helpers/database.js'
 import { captureLogs } from '../helpers/log-capture.js'
 
@@ -55,18 +54,6 @@ async function readBack(ctx: TestContext, secret: string) {
     unreadable: app.services.settings.unreadable(),
     warned: logs.text().includes('cannot be decrypted'),
   }
-}
-
-interface CliRun { code: number; stdout: string; stderr: string }
-
-/** A built CLI as its own process, in an empty directory (no `.env`), with `env` as its whole environment. */
-function runCli(entry: string, args: string[], env: Record<string, string>): Promise<CliRun> {
-  const cwd = mkdtempSync(join(tmpdir(), 'svc-cli-'))
-  return new Promise((resolve) => {
-    execFile(process.execPath, [entry, ...args], { cwd, env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'silent', ...env } }, (error, stdout, stderr) => {
-      resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : -1, stdout, stderr })
-    })
-  })
 }
 
 describe.each(DIALECTS)('re-encrypting the secret settings on %s', (dialect) => {

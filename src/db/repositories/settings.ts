@@ -76,11 +76,13 @@ export function settingsRepository({ db, t, transaction }: Database) {
      * Replaces sealed values in one transaction: `reseal` sees every encrypted row and answers the
      * rewrites, or throws to write nothing. A row changed by someone else since it was read (its
      * value is no longer `previous`) rolls the whole back. Values keep their `updatedAt`: the
-     * plaintext did not change, only the key sealing it.
+     * plaintext did not change, only the key sealing it. `alongside` joins the same transaction
+     * (other data sealed under the same secret), before these writes; throwing there writes nothing.
      */
-    async reseal(reseal: (rows: SettingRow[]) => Array<SettingWrite & { previous: string }>): Promise<number> {
+    async reseal(reseal: (rows: SettingRow[]) => Array<SettingWrite & { previous: string }>, alongside?: (tx: Db) => Promise<void>): Promise<number> {
       return transaction(async (tx) => {
         const writes = reseal(await tx.select().from(t.settings).where(eq(t.settings.encrypted, true)))
+        await alongside?.(tx)
         for (const { key, value, previous } of writes) {
           const updated = await tx
             .update(t.settings)

@@ -1,4 +1,5 @@
 import type { SettingsRepository } from '../../db/repositories/settings.js'
+import type { Db } from '../../db/types.js'
 import { deriveKey } from '../../lib/keys.js'
 import { createSecretBox, type SecretBox } from '../../lib/secret-box.js'
 
@@ -29,14 +30,24 @@ export interface RotationReport {
 
 /** Refused as a whole: these set values open with neither secret. */
 export class RotationRefused extends Error {
-  constructor(readonly keys: readonly string[]) {
+  /**
+   * `keys` are settings; `elsewhere` names other sealed values by where they are kept (never by
+   * what they hold).
+   */
+  constructor(readonly keys: readonly string[], readonly elsewhere: readonly string[] = []) {
     super(
-      `Nothing was changed: ${keys.join(', ')} cannot be decrypted with OLD_ENCRYPTION_SECRET (nor with ENCRYPTION_SECRET). ` +
+      `Nothing was changed: ${[...keys, ...elsewhere].join(', ')} cannot be decrypted with OLD_ENCRYPTION_SECRET (nor with ENCRYPTION_SECRET). ` +
         'Check the old secret; a value whose secret is lost can only be set again.',
     )
     this.name = 'RotationRefused'
   }
 }
+
+/**
+ * Other data sealed under ENCRYPTION_SECRET, re-encrypted in the settings' transaction: answers
+ * the places it cannot open (the rotation is then refused and rolled back as a whole).
+ */
+export type SealedElsewhere = (tx: Db) => Promise<readonly string[]>
 
 function tryOpen(box: SecretBox, sealed: string): string | null {
   try {
@@ -49,16 +60,21 @@ function tryOpen(box: SecretBox, sealed: string): string | null {
 /**
  * Re-encrypts every secret setting (the core's and the plugins') from `from` to `to` in one
  * transaction, or changes nothing. Values already under `to` are accepted, so an interrupted or
- * repeated rotation, or a secret set again after the change, is no obstacle.
+ * repeated rotation, or a secret set again after the change, is no obstacle. `elsewhere` joins
+ * the transaction: whatever it cannot open is refused together with the settings that do not open.
  */
-export async function rotateSettingsSecret(repository: SettingsRepository, { from, to }: { from: string; to: string }): Promise<RotationReport> {
+export async function rotateSettingsSecret(
+  repository: SettingsRepository,
+  { from, to }: { from: string; to: string },
+  elsewhere?: SealedElsewhere,
+): Promise<RotationReport> {
   if (from === to) throw new Error('OLD_ENCRYPTION_SECRET equals ENCRYPTION_SECRET: there is nothing to re-encrypt.')
   const previous = settingsBox(from)
   const next = settingsBox(to)
   const report: RotationReport = { reencrypted: [], current: [], defaults: [] }
+  const lost: string[] = []
   await repository.reseal((rows) => {
     const writes = []
-    const lost: string[] = []
     for (const row of rows) {
       const plaintext = tryOpen(previous, row.value)
       if (plaintext !== null) {
@@ -68,8 +84,10 @@ export async function rotateSettingsSecret(repository: SettingsRepository, { fro
       else if (row.setAt === null) report.defaults.push(row.key)
       else lost.push(row.key)
     }
-    if (lost.length > 0) throw new RotationRefused(lost)
     return writes
+  }, async (tx) => {
+    const refused = elsewhere === undefined ? [] : await elsewhere(tx)
+    if (lost.length > 0 || refused.length > 0) throw new RotationRefused(lost, refused)
   })
   return report
 }
