@@ -1,5 +1,7 @@
+import { randomBytes } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
 import { login, register } from './accounts.js'
+import { weatherDocument } from './installations.js'
 import type { DocumentedOperation } from './openapi-document.js'
 import { ALL_SCOPES, bearer, CLI_CLIENT_ID, issueTokens, REDIRECT_URI, s256 } from './oauth.js'
 import type { Credential } from './sweep.js'
@@ -30,6 +32,8 @@ const OAUTH_VALUES: Record<string, string> = {
  * of a satellite paired for the sweep (the agent, which only its own heartbeat route uses) and a
  * global registration token (replaced by a fresh one once a registration spent it). Credentials
  * are checked before each operation and renewed when they stopped working (see `headersFor`).
+ * The sweep team has two installations of a registry server, each with a secret team value and
+ * the member's own secret value: one the sweep may change or delete, one kept for the valid reads.
  */
 
 export interface SweepMember {
@@ -54,8 +58,10 @@ export interface SweepAccounts {
   /** Real ids for valid reads: the admin's own user, the sweep team, a real setting and group, a kept satellite. */
   validPathValue(operation: DocumentedOperation, name: string): string | undefined
   headersFor(credential: Credential): Promise<Record<string, string>>
-  /** Every password, cookie value and token these accounts used (satellite keys and registration tokens too), for the log test. */
+  /** Every password, cookie value and token these accounts used (satellite keys, registration tokens and installation secret values too), for the log test. */
   secrets(): string[]
+  /** The secret values of the sweep team's installations (the team's and the member's own): write-only, never in an answer. */
+  readonly installationSecrets: readonly string[]
   /** How many credential checks and renewals were made. */
   readonly checks: number
 }
@@ -103,6 +109,33 @@ export async function sweepAccounts(app: FastifyInstance, passwords: (username: 
   // A server of the sweep team, with a version, for the team's catalogue routes.
   const teamServerId: string = (await catalogue(`/api/teams/${teamId}/mcp/servers`, { name: 'Sweep team server' })).server.id
   const teamVersionId: string = (await catalogue(`/api/teams/${teamId}/mcp/servers/${teamServerId}/versions`, { version: '1.0.0' })).version.id
+  // Installations of a registry server in the sweep team: per member (PERSONAL_TOKEN is each
+  // member's own), with a secret team value and the member's own secret set.
+  const imported = await app.inject({
+    method: 'POST', url: '/api/mcp/servers/import', headers: { cookie: admin.cookie }, payload: [weatherDocument('io.github.sweep/weather')],
+  })
+  const weatherServerId = (imported.json().data?.results?.[0] as { server_id?: string } | undefined)?.server_id
+  if (imported.statusCode !== 200 || weatherServerId === undefined) throw new Error(`importing the sweep server failed: ${imported.statusCode} ${imported.body}`)
+  const installationSecrets: string[] = []
+  const installation = async (name: string): Promise<string> => {
+    const teamSecret = `sweep-team-secret-${randomBytes(12).toString('hex')}`
+    const memberSecret = `sweep-member-secret-${randomBytes(12).toString('hex')}`
+    installationSecrets.push(teamSecret, memberSecret)
+    const url = `/api/teams/${teamId}/mcp/installations`
+    const created = await app.inject({
+      method: 'POST', url, headers: { cookie: admin.cookie },
+      payload: { server_id: weatherServerId, name, user_scoped: ['env:PERSONAL_TOKEN'], values: { 'env:WEATHER_API_KEY': teamSecret, 'arg:data_dir': '/var/cache/sweep' } },
+    })
+    if (created.statusCode !== 201) throw new Error(`installing ${name} failed: ${created.statusCode} ${created.body}`)
+    const id: string = created.json().data.installation.id
+    const own = await app.inject({ method: 'PUT', url: `${url}/${id}/my-values`, headers: { cookie: user.cookie }, payload: { values: { 'env:PERSONAL_TOKEN': memberSecret } } })
+    if (own.statusCode !== 200) throw new Error(`the member's own value on ${name} failed: ${own.statusCode} ${own.body}`)
+    return id
+  }
+  const targetInstallationId = await installation('sweep-target')
+  const keptInstallationId = await installation('sweep-kept')
+  for (const secret of installationSecrets) secrets.add(secret)
+
   // An item of the example plugin's collection (plugins/notes), for its valid reads.
   const noteId: string = (await catalogue('/api/plugin/notes/notes', { title: 'Sweep note' })).item.id
 
@@ -208,6 +241,7 @@ export async function sweepAccounts(app: FastifyInstance, passwords: (username: 
       if (name === 'id' && path.startsWith('/api/satellites/')) return targetSatelliteId
       if (name === 'id' && path.startsWith('/api/admin/users/')) return victim.id
       if (name === 'id' && path.startsWith('/api/teams/{teamId}/mcp/servers/')) return teamServerId
+      if (name === 'id' && path.startsWith('/api/teams/{teamId}/mcp/installations/')) return targetInstallationId
       if (name === 'id' && path.startsWith('/api/teams/')) return teamId
       if (name === 'id' && path.startsWith('/api/mcp/categories/')) return categoryId
       if (name === 'id' && path.startsWith('/api/mcp/servers/')) return targetServerId
@@ -222,6 +256,10 @@ export async function sweepAccounts(app: FastifyInstance, passwords: (username: 
       if (path.startsWith('/api/oauth2/')) return OAUTH_VALUES[name]
       // An existing user who is not yet a member: the first valid request adds them, later ones reach the member checks.
       if (method === 'POST' && path === '/api/teams/{id}/members' && name === 'login') return victim.username
+      // A server the team may install, so that a valid-looking body reaches the checks of versions, targets and values.
+      if (method === 'POST' && path === '/api/teams/{teamId}/mcp/installations' && name === 'server_id') return weatherServerId
+      // The member's installations and client configuration, narrowed to the sweep team.
+      if (path.startsWith('/api/users/me/mcp/') && name === 'team_id') return teamId
       return undefined
     },
     validPathValue({ path }, name) {
@@ -231,6 +269,7 @@ export async function sweepAccounts(app: FastifyInstance, passwords: (username: 
       if (name === 'id' && path.startsWith('/api/satellites/registration-tokens/')) return revocableTokenId
       if (name === 'id' && path.startsWith('/api/satellites/')) return keptSatelliteId
       if (name === 'id' && path.startsWith('/api/admin/users/')) return admin.id
+      if (name === 'id' && path.startsWith('/api/teams/{teamId}/mcp/installations/')) return keptInstallationId
       if (name === 'id' && path.startsWith('/api/teams/')) return teamId
       if (name === 'id' && path.startsWith('/api/mcp/servers/')) return keptServerId
       if (name === 'key') return 'global.enable_login'
@@ -259,6 +298,7 @@ export async function sweepAccounts(app: FastifyInstance, passwords: (username: 
       }
     },
     secrets: () => [...secrets],
+    installationSecrets,
   }
   return accounts
 }

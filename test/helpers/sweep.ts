@@ -42,6 +42,8 @@ export interface SweepResult {
   failures: SweepFailure[]
   /** How many answers of each status. */
   statuses: Record<number, number>
+  /** The same, by operation (`METHOD /path`): shows which operations the sweep's ids and bodies got through. */
+  byOperation: Record<string, Record<number, number>>
 }
 
 export interface SweepOptions extends CaseOptions {
@@ -51,6 +53,8 @@ export interface SweepOptions extends CaseOptions {
   select?: (operation: DocumentedOperation, testCase: SweepCase, credential: Credential) => boolean
   /** When given, a 2xx JSON answer must also match the schema the document declares for it. */
   validate?: ResponseValidator
+  /** Sees every answer (the log test searches them for secrets). */
+  onAnswer?: (response: LightMyRequestResponse, operation: DocumentedOperation, credential: Credential) => void
 }
 
 /** Every credential the operation's `security` admits, and no credential at all. */
@@ -118,9 +122,10 @@ const show = (text: string, max = 300) => (text.length > max ? `${text.slice(0, 
 
 /** Sends every case of every operation with every admitted credential; collects what breaks the conventions. */
 export async function runSweep(app: FastifyInstance, document: OpenApiDocument, operations: DocumentedOperation[], options: SweepOptions): Promise<SweepResult> {
-  const result: SweepResult = { requests: 0, operations: operations.length, failures: [], statuses: {} }
+  const result: SweepResult = { requests: 0, operations: operations.length, failures: [], statuses: {}, byOperation: {} }
   for (const documented of sweepOrder(operations)) {
     const cases = casesFor(document, documented, options)
+    const statuses: Record<number, number> = (result.byOperation[`${documented.method} ${documented.path}`] = {})
     for (const credential of credentialsFor(documented)) {
       let presented = await options.headersFor(credential)
       for (const testCase of cases) {
@@ -133,6 +138,8 @@ export async function runSweep(app: FastifyInstance, document: OpenApiDocument, 
         })
         result.requests++
         result.statuses[response.statusCode] = (result.statuses[response.statusCode] ?? 0) + 1
+        statuses[response.statusCode] = (statuses[response.statusCode] ?? 0) + 1
+        options.onAnswer?.(response, documented, credential)
         if (SINGLE_USE.has(credential) && response.statusCode >= 200 && response.statusCode < 300) presented = await options.headersFor(credential)
         const problems = problemsOf(documented, response)
         if (testCase.refuse === true && response.statusCode < 400) problems.push(`a ${response.statusCode} for input it must refuse`)

@@ -80,6 +80,12 @@ describe.each(DIALECTS)('bad-input sweep on %s', (dialect) => {
     }
     expect(problems, problems.join('\n')).toEqual([])
     expect(answered).toEqual(expect.arrayContaining(['GET /api/users/me', 'GET /api/teams/{id}', 'GET /api/admin/users', 'GET /api/admin/users/{id}', 'GET /api/settings/{key}', 'GET /api/metrics']))
+    // The installation reads with a real installation of the sweep team.
+    expect(answered).toEqual(expect.arrayContaining([
+      'GET /api/teams/{teamId}/mcp/installations/{id}', 'GET /api/teams/{teamId}/mcp/installations/{id}/my-values',
+      'GET /api/teams/{teamId}/mcp/installations/{id}/tools', 'GET /api/teams/{teamId}/mcp/installations/{id}/logs',
+      'GET /api/users/me/mcp/installations', 'GET /api/users/me/mcp/client-config',
+    ]))
   })
 
   it('never answers bad input with a 5xx, and every answer keeps the conventions', { timeout: 600_000 }, async () => {
@@ -96,6 +102,14 @@ describe.each(DIALECTS)('bad-input sweep on %s', (dialect) => {
       `[${dialect}] bad-input sweep: ${result.requests} requests over ${result.operations} operations in ${seconds} s ` +
       `(+${accounts.checks} credential checks); statuses ${JSON.stringify(result.statuses)}; ${result.failures.length} failures`,
     )
+    // Real ids and a real server reach every installation operation: each got through to a 2xx at least once.
+    const installationOperations = Object.entries(result.byOperation).filter(([operation]) => /\/mcp\/(installations|client-config)/.test(operation))
+    const installationCounts = installationOperations.map(([operation, statuses]) => `${operation} ${JSON.stringify(statuses)}`)
+    console.info(`[${dialect}] installation operations:\n  ${installationCounts.join('\n  ')}`)
+    expect(installationOperations.length).toBeGreaterThanOrEqual(13)
+    for (const [operation, statuses] of installationOperations) {
+      expect(Object.keys(statuses).some((status) => status.startsWith('2')), `${operation}: ${JSON.stringify(statuses)}`).toBe(true)
+    }
     expect(result.operations).toBeGreaterThanOrEqual(50)
     expect(result.requests).toBeGreaterThan(2000)
     expect(result.failures.length, describeFailures(result.failures)).toBe(0)

@@ -20,9 +20,11 @@ import { runSweep } from '../helpers/sweep.js'
  * Secrets never reach the log, even at LOG_LEVEL=trace: every line the app writes while the
  * bad-input sweep, the account and mail flows and the OAuth flows run is captured, and no
  * password, session cookie, token, code, PKCE verifier, CSRF token, mailed link token, SMTP or
- * provider secret, encryption secret, satellite registration token or satellite API key, or Argon2
- * hash the test saw may appear in it. Registration tokens and API keys are kept whole and without
- * their prefix (the JWT, the key's secret), so a log line holding either part is caught.
+ * provider secret, encryption secret, satellite registration token or satellite API key, secret
+ * value of an installation (the team's or a member's own), or Argon2 hash the test saw may appear
+ * in it. Registration tokens and API keys are kept whole and without their prefix (the JWT, the
+ * key's secret), so a log line holding either part is caught. The installation secret values,
+ * write-only, must moreover appear in no answer, and no secret in the audit log.
  */
 
 const secretText = (label: string) => `${label}${randomBytes(12).toString('hex')}`
@@ -221,15 +223,62 @@ describe.each(DIALECTS)('secrets never logged on %s', (dialect) => {
     expectStatus(await inject({ method: 'GET', url: '/api/satellites/registration-tokens', headers: admin }), 200, 'token list')
     expectStatus(await inject({ method: 'GET', url: `/api/satellites/${logged.id}`, headers: admin }), 200, 'satellite')
 
+    // Installations: a secret team value set at creation and changed, a member's own secret value,
+    // and every read of them; each answer is kept to be searched for the values.
+    const answers: Array<{ step: string; text: string }> = []
+    const seen = (response: LightMyRequestResponse, status: number, step: string) => {
+      expectStatus(response, status, step)
+      answers.push({ step, text: `${JSON.stringify(response.headers)}\n${response.body}` })
+      return response
+    }
+    const member = { cookie: accounts.user.cookie }
+    const installations = `/api/teams/${accounts.teamId}/mcp/installations`
+    const listed = seen(await inject({ method: 'GET', url: installations, headers: admin }), 200, 'installation list')
+    const serverId: string = listed.json().data.installations[0].server.id
+    const created = seen(await inject({
+      method: 'POST', url: installations, headers: admin,
+      payload: {
+        server_id: serverId, name: 'log-weather', user_scoped: ['env:PERSONAL_TOKEN'],
+        values: { 'env:WEATHER_API_KEY': keep('installation team secret value (created)', secretText('teamvalue')), 'arg:data_dir': '/var/cache/log' },
+      },
+    }), 201, 'install')
+    const installation = `${installations}/${created.json().data.installation.id as string}`
+    seen(await inject({
+      method: 'PUT', url: `${installation}/values`, headers: admin,
+      payload: { values: { 'env:WEATHER_API_KEY': keep('installation team secret value (changed)', secretText('teamvalue')), 'env:LOG_LEVEL': 'debug' } },
+    }), 200, 'team values')
+    seen(await inject({
+      method: 'PUT', url: `${installation}/my-values`, headers: member,
+      payload: { values: { 'env:PERSONAL_TOKEN': keep("installation member's own secret value", secretText('ownvalue')) } },
+    }), 200, 'my values')
+    seen(await inject({ method: 'PUT', url: `${installation}/values`, headers: admin, payload: { values: { 'env:PERSONAL_TOKEN': secretText('refused') } } }), 400, 'a user value as a team value')
+    for (const [as, headers] of [['admin', admin], ['member', member]] as const) {
+      seen(await inject({ method: 'GET', url: installation, headers }), 200, `installation (${as})`)
+      seen(await inject({ method: 'GET', url: `${installation}/my-values`, headers }), 200, `my values (${as})`)
+      seen(await inject({ method: 'GET', url: installations, headers }), 200, `installation list (${as})`)
+      seen(await inject({ method: 'GET', url: '/api/users/me/mcp/installations', headers }), 200, `my installations (${as})`)
+      seen(await inject({ method: 'GET', url: '/api/users/me/mcp/client-config', headers }), 200, `client config (${as})`)
+      seen(await inject({ method: 'GET', url: `${installation}/logs`, headers }), 200, `installation logs (${as})`)
+    }
+    seen(await inject({ method: 'PATCH', url: installation, headers: admin, payload: { desired: 'stopped' } }), 200, 'stop')
+    seen(await inject({ method: 'POST', url: `${installation}/restart`, headers: admin }), 200, 'restart')
+    const installationSecrets = () => [...secrets].filter(([, label]) => label.startsWith('installation')).map(([value]) => value).concat(accounts.installationSecrets)
+
     // The bad-input sweep, with every credential that carries a secret (anonymous calls of
-    // protected routes carry none and are left out to keep the time bounded).
+    // protected routes carry none and are left out to keep the time bounded). It reaches the
+    // sweep team's installations, whose secret values must show in none of its answers either.
     await inject({ method: 'PUT', url: '/api/settings/global.require_email_verification', headers: admin, payload: { value: false } })
     const document = await servedDocument(app)
+    const writeOnly = installationSecrets()
     const swept = await runSweep(app, document, operationsOf(document), {
       pathValue: accounts.pathValue,
       knownValue: accounts.knownValue,
       headersFor: accounts.headersFor,
       select: (operation, _case, credential) => credential !== 'anonymous' || (operation.operation.security ?? []).length === 0,
+      onAnswer: (response, operation, credential) => {
+        const text = `${JSON.stringify(response.headers)}\n${response.body}`
+        if (writeOnly.some((value) => text.includes(value))) answers.push({ step: `sweep ${operation.method} ${operation.path} [${credential}]`, text })
+      },
     })
     expect(swept.requests).toBeGreaterThan(1000)
     for (const value of accounts.secrets()) keep('sweep account password, cookie, token, satellite key or registration token', value)
@@ -253,6 +302,22 @@ describe.each(DIALECTS)('secrets never logged on %s', (dialect) => {
     expect(logs.lines.length).toBeGreaterThan(swept.requests)
     expect(leaks(text)).toEqual([])
     expect(text).not.toContain('$argon2')
+
+    // The installation secret values in no answer.
+    expect(writeOnly.length).toBeGreaterThanOrEqual(7)
+    expect(answers.length).toBeGreaterThanOrEqual(17)
+    const shown = answers.flatMap(({ step, text: answer }) =>
+      writeOnly.filter((value) => answer.includes(value)).map((value) => `${step}: ${secrets.get(value) ?? 'sweep installation secret value'}`))
+    expect(shown).toEqual([])
+
+    // No secret in the audit log, which recorded the installation changes (by key).
+    const audit = (await rawRows(app.services.database, sql`select type, actor_id, ip, target, details from audit_events`)).map((row) => JSON.stringify(row)).join('\n')
+    expect(audit).toContain('installation.values_set')
+    expect(audit).toContain('installation.my_values_set')
+    expect(audit).toContain('env:WEATHER_API_KEY')
+    const audited = [...secrets].filter(([value]) => audit.includes(value)).map(([, label]) => label)
+    expect(audited).toEqual([])
+    expect(audit).not.toContain('$argon2')
   })
 
   it('a failed users insert logs the failure without the password or its hash', async () => {
