@@ -63,6 +63,9 @@ export class InstallationService {
   // Reads
 
   async list(teamId: string, actor: InstallationActor, limit: number, offset: number): Promise<{ views: InstallationView[]; total: number }> {
+    // A member reaches this only for a team that exists; a global admin passes the route's check
+    // for any id, and an unknown team must be 404 for them too, not an empty list.
+    if (actor.isGlobalAdmin && (await this.deps.teams.find(teamId)) === undefined) throw errors.notFound('Team')
     const page = await this.deps.installations.listForTeam(teamId, limit, offset)
     return { views: await this.views(page.rows, actor.userId), total: page.total }
   }
