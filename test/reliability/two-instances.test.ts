@@ -1,8 +1,8 @@
 /**
  * Two real server processes (`node dist/src/server.js`) on two ports, sharing one fresh PostgreSQL
  * database and one Redis, behave as one service over real HTTP: sessions, role and password
- * changes, OAuth codes and refresh-token rotation, settings and per-IP rate limits all cross from
- * one instance to the other.
+ * changes, OAuth codes and refresh-token rotation, installations and their values, settings and
+ * per-IP rate limits all cross from one instance to the other.
  *
  * Both instances get the same PUBLIC_URL (the OAuth issuer must be shared): the address of
  * instance A, as if A stood behind the public name. The OAuth client library reaches one instance
@@ -21,6 +21,7 @@ import * as oauth from 'oauth4webapi'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { DEFAULT_PASSWORD } from '../helpers/accounts.js'
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js'
+import { weatherDocument } from '../helpers/installations.js'
 import { authorizationUrl, CALLBACK, cliClient, freePort, insecure, noClientAuth } from '../helpers/oauth-e2e.js'
 import { serverBuilt, SERVER_ENTRY, startServerProcess, type ServerProcess } from '../helpers/server-process.js'
 
@@ -559,6 +560,70 @@ describe('two server processes on one PostgreSQL database and one Redis behave a
       expect(names).toEqual([winner.json.data.satellite.name])
       expect((await heartbeatOn(answers.indexOf(winner) === 0 ? b : a, satelliteId, winner.json.data.api_key)).status).toBe(200)
     })
+  })
+
+  it('an installation made on A with a secret value reads the same on B; values set on B show on A; no secret in any answer', async () => {
+    const teamKey = `wk-live-${randomBytes(12).toString('hex')}`
+    const ownToken = `ghp-own-${randomBytes(12).toString('hex')}`
+    const answers: Answer[] = []
+    const ok = async (pending: Promise<Answer>, status = 200) => {
+      const answer = await pending
+      expect(answer.status, answer.text).toBe(status)
+      answers.push(answer)
+      return answer
+    }
+    const cookie = admin.cookie
+    const imported = await ok(call(a, 'POST', '/api/mcp/servers/import', { cookie, body: [weatherDocument('io.github.twins/weather')] }))
+    const serverId: string = imported.json.data.results[0].server_id
+    const team = await ok(call(a, 'POST', '/api/teams', { cookie, body: { name: 'Twin installs' } }), 201)
+    const teamId: string = team.json.data.team.id
+    const gus = await registerOn(b, 'twin_gus')
+    await ok(call(b, 'POST', `/api/teams/${teamId}/members`, { cookie, body: { login: gus.username, role: 'team_user' } }), 201)
+
+    // Made on A, with a secret team value; each member sets their own PERSONAL_TOKEN.
+    const created = await ok(call(a, 'POST', `/api/teams/${teamId}/mcp/installations`, {
+      cookie,
+      body: {
+        server_id: serverId, name: 'twin-weather', user_scoped: ['env:PERSONAL_TOKEN'],
+        values: { 'env:WEATHER_API_KEY': teamKey, 'env:LOG_LEVEL': 'debug', 'arg:data_dir': '/var/cache/twins' },
+      },
+    }), 201)
+    const url = `/api/teams/${teamId}/mcp/installations/${created.json.data.installation.id as string}`
+    const inputOf = (answer: Answer, key: string) => answer.json.data.installation.inputs.find((input: { key: string }) => input.key === key)
+
+    // B reads what A wrote, as A reads it, for the admin and for the member.
+    for (const account of [admin, gus]) {
+      const [onA, onB] = [await ok(call(a, 'GET', url, { cookie: account.cookie })), await ok(call(b, 'GET', url, { cookie: account.cookie }))]
+      expect(onB.json).toEqual(onA.json)
+      expect(inputOf(onB, 'env:WEATHER_API_KEY')).toMatchObject({ secret: true, is_set: true })
+      expect(inputOf(onB, 'env:WEATHER_API_KEY')).not.toHaveProperty('value')
+      expect(inputOf(onB, 'env:LOG_LEVEL')).toMatchObject({ is_set: true, value: 'debug' })
+      expect(onB.json.data.installation).toMatchObject({ instance_mode: 'per_user', missing_inputs: ['env:PERSONAL_TOKEN'], status: 'needs_config' })
+    }
+    expect((await ok(call(b, 'GET', url, { cookie }))).json.data.installation).toEqual(created.json.data.installation)
+    const listOf = async (instance: Instance) => (await ok(call(instance, 'GET', `/api/users/me/mcp/installations?team_id=${teamId}`, { cookie: gus.cookie }))).json.data
+    expect(await listOf(b)).toEqual(await listOf(a))
+
+    // Set on B: a team value by the admin, the member's own secret by the member; A shows both.
+    await ok(call(b, 'PUT', `${url}/values`, { cookie, body: { values: { 'env:LOG_LEVEL': 'warn' } } }))
+    const own = await ok(call(b, 'PUT', `${url}/my-values`, { cookie: gus.cookie, body: { values: { 'env:PERSONAL_TOKEN': ownToken } } }))
+    expect(own.json.data.values).toEqual([expect.objectContaining({ key: 'env:PERSONAL_TOKEN', secret: true, is_set: true })])
+    const seenOnA = await ok(call(a, 'GET', url, { cookie: gus.cookie }))
+    expect(inputOf(seenOnA, 'env:LOG_LEVEL')).toMatchObject({ value: 'warn' })
+    expect(inputOf(seenOnA, 'env:WEATHER_API_KEY')).toMatchObject({ is_set: true })
+    expect(seenOnA.json.data.installation).toMatchObject({ missing_inputs: [], status: 'pending' })
+    expect(seenOnA.json.data.installation.spec_revision).toBeGreaterThan(created.json.data.installation.spec_revision)
+    const mineOnA = await ok(call(a, 'GET', `${url}/my-values`, { cookie: gus.cookie }))
+    expect(mineOnA.json.data.values).toEqual([expect.objectContaining({ key: 'env:PERSONAL_TOKEN', is_set: true })])
+    // The admin's own value is not the member's.
+    const adminsOwn = await ok(call(a, 'GET', `${url}/my-values`, { cookie }))
+    expect(adminsOwn.json.data.values).toEqual([expect.objectContaining({ key: 'env:PERSONAL_TOKEN', is_set: false })])
+    expect((await ok(call(b, 'GET', url, { cookie: gus.cookie }))).json).toEqual(seenOnA.json)
+
+    for (const answer of answers) {
+      expect(answer.text).not.toContain(teamKey)
+      expect(answer.text).not.toContain(ownToken)
+    }
   })
 
   it(`a settings change on A is seen by B within ${SETTINGS_BOUND_MS} ms`, async () => {
