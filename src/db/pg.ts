@@ -4,6 +4,7 @@ import { migrate } from 'drizzle-orm/node-postgres/migrator'
 import pg from 'pg'
 import { migrationsFolder } from '../paths.js'
 import { DatabaseUnavailableError } from './errors.js'
+import { PgChangeFeed } from './pg-changes.js'
 import { RowStatement } from './pg-row-statement.js'
 import * as schema from './schema/pg/index.js'
 import type { Database, Db, QueryTimer } from './types.js'
@@ -178,10 +179,13 @@ export function openPostgres({ url, poolSize, onError, onQuery }: PgOptions): Da
   // A drizzle instance per pooled connection, for its transactions: made on first use, kept with it.
   const onConnection = new WeakMap<pg.PoolClient, Db>()
 
+  const changes = new PgChangeFeed(url, onError)
+
   return {
     dialect: 'postgresql',
     db,
     t: schema,
+    changes,
     prepareRow(name, sql) {
       const statement = new RowStatement(name, sql, (oid) => DRIVER_VALUES.getTypeParser(oid, 'text') as (text: string) => unknown)
       return async (values) => {
@@ -245,6 +249,7 @@ export function openPostgres({ url, poolSize, onError, onQuery }: PgOptions): Da
       }
     },
     async close() {
+      await changes.close()
       if (!pool.ended) await pool.end()
     },
   }

@@ -7,6 +7,7 @@ import { migrate } from 'drizzle-orm/better-sqlite3/migrator'
 import { drizzle, type AsyncRemoteCallback } from 'drizzle-orm/sqlite-proxy'
 import { migrationsFolder } from '../paths.js'
 import * as schema from './schema/sqlite/index.js'
+import { Subscribers, type ChangeFeed } from './changes.js'
 import type { Database, Db, QueryTimer, Tables } from './types.js'
 
 const STATEMENT_CACHE_SIZE = 500
@@ -16,6 +17,8 @@ const REUSED_ANSWERS = 2_000
 interface Holder {
   tx?: Db
   released: Promise<void>
+  /** Change topics sent in this transaction, delivered once it commits. */
+  changes?: string[]
 }
 
 /**
@@ -104,10 +107,26 @@ export function openSqlite(path: string, onQuery?: QueryTimer): Database {
   let begin: BetterSqlite3.Statement | undefined
   let commit: BetterSqlite3.Statement | undefined
 
+  // One process owns the database: changes are delivered in-process, after their commit. The feed
+  // is never down.
+  const subscribers = new Subscribers()
+  const changes: ChangeFeed = {
+    up: true,
+    async notify(executor, topic) {
+      const current = context.getStore()
+      if (current !== undefined && current.tx === executor) (current.changes ??= []).push(topic)
+      else subscribers.deliver(topic)
+    },
+    subscribe: (listener) => subscribers.add(listener),
+    onStatus: (listener) => subscribers.addStatus(listener),
+    async close() {},
+  }
+
   return {
     dialect: 'sqlite',
     db,
     t: schema as unknown as Tables,
+    changes,
     async transaction(fn) {
       const current = context.getStore()
       if (current?.tx !== undefined) return fn(current.tx)
@@ -118,7 +137,7 @@ export function openSqlite(path: string, onQuery?: QueryTimer): Database {
       await previous
       holder = mine
       try {
-        return await context.run(mine, () =>
+        const result = await context.run(mine, () =>
           (db as unknown as ReturnType<typeof drizzle>).transaction(
             (tx) => {
               mine.tx = tx as unknown as Db
@@ -127,6 +146,9 @@ export function openSqlite(path: string, onQuery?: QueryTimer): Database {
             { behavior: 'immediate' },
           ),
         )
+        // Committed: what it changed is told now (a rolled-back transaction's changes never are).
+        for (const topic of mine.changes ?? []) subscribers.deliver(topic)
+        return result
       } finally {
         holder = null
         release()

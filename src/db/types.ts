@@ -1,4 +1,5 @@
 import type { NodePgDatabase } from 'drizzle-orm/node-postgres'
+import type { ChangeFeed } from './changes.js'
 import type * as pgSchema from './schema/pg/index.js'
 
 export type Dialect = 'sqlite' | 'postgresql'
@@ -30,6 +31,8 @@ export interface Database {
   readonly dialect: Dialect
   readonly db: Db
   readonly t: Tables
+  /** Change notifications between instances (and within this one); see changes.ts. */
+  readonly changes: ChangeFeed
   /**
    * Runs `fn` in one transaction. On SQLite, where one connection serves every request,
    * transactions are serialized and statements from outside an open transaction wait for it,

@@ -117,7 +117,8 @@ describe.each(DIALECTS)('POST /api/satellites/register: bodies, names and limits
       const cases = [
         { name: `a${seq++}${dialect.slice(0, 1)}`.slice(0, 3) },
         { name: `${dialect.slice(0, 2)}${seq++}`.padEnd(64, '9'), capabilities: Array.from({ length: 50 }, (_, i) => `${i}`.padStart(64, 'c')) },
-        { name: name('0digit'), satellite_url: 'http://10.0.0.5:3001' },
+        { name: name('0digit'), satellite_url: 'http://127.0.0.1:3001' },
+        { name: name('loopback6'), satellite_url: 'http://[::1]:3001/', public_key: 'q2tfxy5jKzH1hJ0VJfBkDxeu0nvdFw4KyjRzlwZGGwE' },
         { name: name('under_score'), satellite_url: 'https://satellite.example/base/path', capabilities: [] },
       ]
       for (const payload of cases) {
@@ -125,6 +126,24 @@ describe.each(DIALECTS)('POST /api/satellites/register: bodies, names and limits
         expect(response.statusCode, `${JSON.stringify(payload).slice(0, 80)}: ${response.body}`).toBe(201)
       }
     })
+  })
+
+  it('refuses plain http away from loopback, credentials in the URL and a public key that is not 32 bytes of base64url', async () => {
+    const cases = [
+      { satellite_url: 'http://10.0.0.5:3001' },
+      { satellite_url: 'http://satellite.example' },
+      { satellite_url: 'https://user:pass@satellite.example' },
+      { satellite_url: 'https://satellite.example/mcp?x=1' },
+      { public_key: 'q2tfxy5jKzH1hJ0VJfBkDxeu0nvdFw4KyjRzlwZGGw' },
+      { public_key: 'q2tfxy5jKzH1hJ0VJfBkDxeu0nvdFw4KyjRzlwZGGwE=' },
+    ]
+    for (const extra of cases) {
+      const created = await globalToken()
+      const response = await registerWith(app, `Bearer ${created.token}`, { name: name('refused'), ...extra })
+      expect(response.statusCode, `${JSON.stringify(extra)}: ${response.body}`).toBe(400)
+      expect(response.json().code).toBe('VALIDATION_ERROR')
+      expect((await tokenStatus(created.id))?.status).toBe('active')
+    }
   })
 
   describe('success', () => {

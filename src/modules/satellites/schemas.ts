@@ -75,12 +75,24 @@ const SystemMetrics = Type.Object({
   uptime_seconds: Type.Optional(Type.Number({ minimum: 0, maximum: 100_000_000_000 })),
 }, closed)
 
+/** A raw 32-byte X25519 public key in base64url without padding: 43 characters. */
+export const PublicKey = Type.String({
+  pattern: '^[A-Za-z0-9_-]{42}[AEIMQUYcgkosw048]$',
+  description: 'base64url (no padding) of a raw X25519 public key (32 bytes): the secrets in its desired-state documents are sealed to it. Without one, the satellite is given no instance that has secrets.',
+})
+
 export const RegisterBody = Type.Object({
   name: SatelliteName,
   capabilities: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: 50, uniqueItems: true })),
-  satellite_url: Type.Optional(HttpUrl),
+  satellite_url: Type.Optional(Type.String({
+    maxLength: 2048, format: 'uri', pattern: '^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#@]+[^\\s?#]*$',
+    description: 'The base URL of the MCP endpoints it serves (`<satellite_url>/mcp/<installation id>`): https, or http on a loopback host (127.0.0.1, [::1], localhost).',
+  })),
   system_info: Type.Optional(SystemInfo),
+  public_key: Type.Optional(PublicKey),
 }, closed)
+
+export const PublicKeyBody = Type.Object({ public_key: PublicKey }, closed)
 
 export const HeartbeatBody = Type.Object({
   status: Type.Union([Type.Literal('active'), Type.Literal('degraded'), Type.Literal('error')]),

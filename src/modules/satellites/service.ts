@@ -25,6 +25,23 @@ export interface Registration {
   capabilities?: string[]
   satellite_url?: string
   system_info?: SatelliteSystemInfo
+  public_key?: string
+}
+
+const LOOPBACK_HOSTS = new Set(['127.0.0.1', '[::1]', 'localhost'])
+
+/**
+ * A satellite's URL is where MCP clients send their tokens: https, except on a loopback host
+ * (a satellite on the same machine as its clients, as in development). No query or fragment:
+ * endpoint paths are appended to it. Answers the URL without a trailing slash.
+ */
+export function checkSatelliteUrl(value: string): string {
+  const url = new URL(value)
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname))) {
+    throw errors.validation([{ field: 'satellite_url', message: 'must be https, or http on a loopback host (127.0.0.1, [::1], localhost)', in: 'body' }])
+  }
+  if (url.username !== '' || url.password !== '') throw errors.validation([{ field: 'satellite_url', message: 'must not hold credentials', in: 'body' }])
+  return value.replace(/\/+$/, '')
 }
 
 export interface Heartbeat {
@@ -51,7 +68,8 @@ export class SatelliteService {
     const secret = randomToken()
     const now = this.now()
     const details = {
-      keyDigest: digest(secret), capabilities: input.capabilities ?? [], satelliteUrl: input.satellite_url ?? null,
+      keyDigest: digest(secret), capabilities: input.capabilities ?? [],
+      satelliteUrl: input.satellite_url === undefined ? null : checkSatelliteUrl(input.satellite_url), publicKey: input.public_key ?? null,
       systemInfo: input.system_info ?? null, registeredAt: now, updatedAt: now,
     }
     const satellite = await database.transaction(async (tx) => {
@@ -68,7 +86,7 @@ export class SatelliteService {
         const row = existing === undefined
           ? await rows.insert({
             id: newId(), name: input.name, satelliteType: token.scope, teamId: token.teamId, status: 'inactive', disabledAt: null,
-            systemMetrics: null, version: null, lastHeartbeatAt: null, createdAt: now, ...details,
+            systemMetrics: null, version: null, lastHeartbeatAt: null, createdAt: now, desiredStamp: 0, ...details,
           })
           : await rows.reRegister(existing.id, details)
         if (row === null) continue

@@ -1,4 +1,4 @@
-import { index, jsonb, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core'
+import { index, integer, jsonb, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core'
 import type { SatelliteMetrics, SatelliteSystemInfo } from '../../../formats/satellite-reports.js'
 import { teams } from './accounts.js'
 
@@ -40,6 +40,13 @@ export const satellites = pgTable('satellites', {
   keyDigest: text('key_digest').notNull(),
   capabilities: jsonb('capabilities').$type<string[]>().notNull(),
   satelliteUrl: text('satellite_url'),
+  /** base64url of the raw X25519 public key that secrets in its documents are sealed to; null: it gets no instance with secrets. */
+  publicKey: text('public_key'),
+  /**
+   * Moves in every transaction that changes what this satellite's desired-state document holds
+   * (with a change notification): a document kept in memory is current while the stamp is.
+   */
+  desiredStamp: integer('desired_stamp').notNull().default(0),
   systemInfo: jsonb('system_info').$type<SatelliteSystemInfo>(),
   systemMetrics: jsonb('system_metrics').$type<SatelliteMetrics>(),
   version: text('version'),

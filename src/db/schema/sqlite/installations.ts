@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm'
 import { index, integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
 import type { InstallationInput } from '../../../formats/installation-inputs.js'
+import type { ReportedTool } from '../../../formats/satellite-reports.js'
 import { teams, users } from './accounts.js'
 import { mcpServers, mcpServerVersions } from './catalogue.js'
 import { satellites } from './satellites.js'
@@ -55,4 +56,41 @@ export const mcpInstallationValues = sqliteTable('mcp_installation_values', {
   uniqueIndex('mcp_installation_values_team_unique').on(t.installationId, t.key).where(sql`${t.userId} is null`),
   uniqueIndex('mcp_installation_values_user_unique').on(t.installationId, t.userId, t.key).where(sql`${t.userId} is not null`),
   index('mcp_installation_values_user_idx').on(t.userId),
+])
+
+/**
+ * What a satellite last reported about one instance of an installation (the shared one, or one
+ * member's own): its phase for the spec it reported, and the tools it serves. Instance ids are
+ * derived from installation and member (see the desired-state document), so a row exists only
+ * once a satellite reported.
+ */
+export const mcpInstanceStates = sqliteTable('mcp_instance_states', {
+  instanceId: text('instance_id').primaryKey(),
+  installationId: text('installation_id').notNull().references(() => mcpInstallations.id, { onDelete: 'cascade' }),
+  userId: text('user_id').references(() => users.id, { onDelete: 'cascade' }),
+  satelliteId: text('satellite_id').notNull().references(() => satellites.id, { onDelete: 'cascade' }),
+  /** The installation's spec_revision the reported spec belongs to. */
+  specRevision: integer('spec_revision').notNull(),
+  specHash: text('spec_hash').notNull(),
+  phase: text('phase', { enum: ['starting', 'running', 'degraded', 'failed', 'stopped'] }).notNull(),
+  message: text('message'),
+  startedAt: integer('started_at', { mode: 'timestamp_ms' }),
+  tools: text('tools', { mode: 'json' }).$type<ReportedTool[]>().notNull(),
+  reportedAt: integer('reported_at', { mode: 'timestamp_ms' }).notNull(),
+}, (t) => [
+  index('mcp_instance_states_installation_idx').on(t.installationId),
+])
+
+/** Log lines an instance wrote, as its satellite reported them (secret values masked); the newest 1 000 per instance are kept. */
+export const mcpInstanceLogs = sqliteTable('mcp_instance_logs', {
+  id: text('id').primaryKey(),
+  instanceId: text('instance_id').notNull(),
+  installationId: text('installation_id').notNull().references(() => mcpInstallations.id, { onDelete: 'cascade' }),
+  userId: text('user_id').references(() => users.id, { onDelete: 'cascade' }),
+  at: integer('at', { mode: 'timestamp_ms' }).notNull(),
+  stream: text('stream', { enum: ['stdout', 'stderr', 'event'] }).notNull(),
+  text: text('text').notNull(),
+}, (t) => [
+  index('mcp_instance_logs_instance_idx').on(t.instanceId, t.id),
+  index('mcp_instance_logs_installation_idx').on(t.installationId, t.id),
 ])

@@ -40,6 +40,13 @@ export const satellites = sqliteTable('satellites', {
   keyDigest: text('key_digest').notNull(),
   capabilities: text('capabilities', { mode: 'json' }).$type<string[]>().notNull(),
   satelliteUrl: text('satellite_url'),
+  /** base64url of the raw X25519 public key that secrets in its documents are sealed to; null: it gets no instance with secrets. */
+  publicKey: text('public_key'),
+  /**
+   * Moves in every transaction that changes what this satellite's desired-state document holds
+   * (with a change notification): a document kept in memory is current while the stamp is.
+   */
+  desiredStamp: integer('desired_stamp').notNull().default(0),
   systemInfo: text('system_info', { mode: 'json' }).$type<SatelliteSystemInfo>(),
   systemMetrics: text('system_metrics', { mode: 'json' }).$type<SatelliteMetrics>(),
   version: text('version'),

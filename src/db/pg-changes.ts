@@ -1,0 +1,115 @@
+import { sql } from 'drizzle-orm'
+import pg from 'pg'
+import { Subscribers, type ChangeFeed } from './changes.js'
+import type { Db } from './types.js'
+
+/** The one channel every instance listens on; topics travel as its payload. */
+export const CHANNEL = 'service_changes'
+/** How the listening connection is named in pg_stat_activity (operators, and the tests that cut it). */
+export const LISTENER_APPLICATION_NAME = 'service-change-listener'
+const FIRST_RETRY_MS = 250
+const LAST_RETRY_MS = 5_000
+const CONNECT_TIMEOUT_MS = 5_000
+
+/**
+ * The PostgreSQL change feed: NOTIFY in the committing transaction, LISTEN on one dedicated
+ * connection per instance (outside the pool, which it would otherwise hold for good). When that
+ * connection is lost, the feed reports itself down at once and reconnects with a growing delay;
+ * once LISTEN runs again it reports itself up. A notification sent while it was down is lost,
+ * which is why everything built on it drops its state when the feed goes down.
+ */
+export class PgChangeFeed implements ChangeFeed {
+  private readonly subscribers = new Subscribers()
+  private client: pg.Client | null = null
+  private started = false
+  private closed = false
+  private retryMs = FIRST_RETRY_MS
+  private retryTimer: NodeJS.Timeout | null = null
+  private isUp = false
+
+  constructor(private readonly url: string, private readonly onError: (error: Error) => void) {}
+
+  get up(): boolean {
+    return this.isUp
+  }
+
+  async notify(executor: Db, topic: string): Promise<void> {
+    await executor.execute(sql`select pg_notify(${CHANNEL}, ${topic})`)
+  }
+
+  subscribe(listener: (topic: string) => void): () => void {
+    const unsubscribe = this.subscribers.add(listener)
+    if (!this.started) {
+      this.started = true
+      void this.connect()
+    }
+    return unsubscribe
+  }
+
+  onStatus(listener: (up: boolean) => void): () => void {
+    return this.subscribers.addStatus(listener)
+  }
+
+  async close(): Promise<void> {
+    this.closed = true
+    if (this.retryTimer !== null) clearTimeout(this.retryTimer)
+    const client = this.client
+    this.client = null
+    this.setUp(false)
+    await client?.end().catch(() => {})
+  }
+
+  private async connect(): Promise<void> {
+    if (this.closed) return
+    const client = new pg.Client({
+      connectionString: this.url, application_name: LISTENER_APPLICATION_NAME, connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+      keepAlive: true, keepAliveInitialDelayMillis: 10_000,
+    })
+    let lost = false
+    const onLost = (error?: Error) => {
+      if (lost) return
+      lost = true
+      if (error !== undefined && !this.closed) this.onError(error)
+      if (this.client === client) this.client = null
+      this.setUp(false)
+      void client.end().catch(() => {})
+      this.retry()
+    }
+    client.on('error', onLost)
+    client.on('end', () => onLost())
+    client.on('notification', (message) => {
+      if (message.channel === CHANNEL && message.payload !== undefined) this.subscribers.deliver(message.payload)
+    })
+    try {
+      await client.connect()
+      await client.query(`LISTEN ${CHANNEL}`)
+    } catch (error) {
+      onLost(error instanceof Error ? error : new Error(String(error)))
+      return
+    }
+    if (this.closed || lost) {
+      await client.end().catch(() => {})
+      return
+    }
+    this.client = client
+    this.retryMs = FIRST_RETRY_MS
+    this.setUp(true)
+  }
+
+  private retry(): void {
+    if (this.closed || this.retryTimer !== null) return
+    const delay = this.retryMs
+    this.retryMs = Math.min(this.retryMs * 2, LAST_RETRY_MS)
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = null
+      void this.connect()
+    }, delay)
+    this.retryTimer.unref()
+  }
+
+  private setUp(up: boolean): void {
+    if (this.isUp === up) return
+    this.isUp = up
+    this.subscribers.status(up)
+  }
+}
