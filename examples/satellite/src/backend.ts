@@ -1,0 +1,173 @@
+/**
+ * The backend's satellite routes, as a small client. Answers are enveloped
+ * (`{success, data}` / `{success: false, error, code}`); a refusal becomes a BackendError that
+ * keeps the status and code so callers can tell "pair again" (401) from "disabled" (403) from
+ * "try later" (anything else).
+ */
+import type { DesiredState, LogLine, ObservedInstance, ReportedTool, TokenClaims } from './types.js'
+
+export class BackendError extends Error {
+  constructor(readonly status: number, readonly code: string | undefined, message: string) {
+    super(message)
+  }
+
+  /** The key is no longer valid: the satellite was deleted, or registered again elsewhere. */
+  get unpaired(): boolean {
+    return this.status === 401
+  }
+
+  get disabled(): boolean {
+    return this.status === 403 && this.code === 'SATELLITE_DISABLED'
+  }
+}
+
+export interface Registration {
+  name: string
+  capabilities: string[]
+  satellite_url: string
+  public_key: string
+  system_info: { os: string; arch: string; node_version: string; memory_mb: number }
+}
+
+export interface Registered {
+  satellite: { id: string; name: string; satellite_type: string; team_id: string | null; status: string }
+  api_key: string
+}
+
+export interface HeartbeatBody {
+  status: 'active' | 'degraded' | 'error'
+  system_metrics: { cpu_usage_percent: number; memory_usage_mb: number; uptime_seconds?: number }
+  version?: string
+}
+
+export type DesiredAnswer =
+  | { changed: false }
+  | { changed: true; etag: string | undefined; document: DesiredState }
+
+/** Ordinary requests give up after this long; the long-poll gets its wait on top. */
+const REQUEST_TIMEOUT_MS = 15_000
+
+export class Backend {
+  private satelliteId: string | undefined
+  private apiKey: string | undefined
+
+  constructor(readonly baseUrl: string) {}
+
+  /** The pairing the satellite routes act for. */
+  use(satelliteId: string, apiKey: string): void {
+    this.satelliteId = satelliteId
+    this.apiKey = apiKey
+  }
+
+  get paired(): boolean {
+    return this.apiKey !== undefined
+  }
+
+  async register(registrationToken: string, body: Registration): Promise<Registered> {
+    const answer = await this.call('POST', '/api/satellites/register', { token: registrationToken, body })
+    return answer as Registered
+  }
+
+  async putPublicKey(publicKey: string): Promise<void> {
+    await this.call('PUT', this.own('/public-key'), { body: { public_key: publicKey } })
+  }
+
+  async heartbeat(body: HeartbeatBody): Promise<{ heartbeat_interval_seconds?: number }> {
+    return (await this.call('POST', this.own('/heartbeat'), { body })) as { heartbeat_interval_seconds?: number }
+  }
+
+  /**
+   * One long-poll: with `etag`, the backend holds the request up to `waitSeconds` and answers
+   * 304 when nothing changed. `signal` ends it early (shutdown).
+   */
+  async desiredState(etag: string | undefined, waitSeconds: number, signal?: AbortSignal): Promise<DesiredAnswer> {
+    const headers: Record<string, string> = this.authorization()
+    if (etag !== undefined) headers['if-none-match'] = etag
+    const timeout = AbortSignal.timeout(REQUEST_TIMEOUT_MS + waitSeconds * 1000)
+    const response = await reach(`${this.baseUrl}${this.own(`/desired-state?wait=${waitSeconds}`)}`, {
+      headers: { accept: 'application/json', ...headers },
+      signal: signal === undefined ? timeout : AbortSignal.any([signal, timeout]),
+    })
+    if (response.status === 304) {
+      await response.body?.cancel()
+      return { changed: false }
+    }
+    const document = (await unwrap(response)) as DesiredState
+    return { changed: true, etag: response.headers.get('etag') ?? undefined, document }
+  }
+
+  async observedState(revision: string, instances: ObservedInstance[]): Promise<void> {
+    await this.call('PUT', this.own('/observed-state'), { body: { revision, instances } })
+  }
+
+  async putTools(instanceId: string, tools: ReportedTool[]): Promise<void> {
+    await this.call('PUT', this.own(`/instances/${encodeURIComponent(instanceId)}/tools`), { body: { tools } })
+  }
+
+  async postLogs(instanceId: string, lines: LogLine[]): Promise<void> {
+    await this.call('POST', this.own(`/instances/${encodeURIComponent(instanceId)}/logs`), { body: { lines } })
+  }
+
+  /** RFC 7662: what the backend knows of a client's token. The answer is not enveloped. */
+  async introspect(token: string): Promise<TokenClaims> {
+    const response = await reach(`${this.baseUrl}/api/oauth2/introspect`, {
+      method: 'POST',
+      headers: { ...this.authorization(), accept: 'application/json', 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ token }).toString(),
+      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+    })
+    const body = (await response.json().catch(() => undefined)) as (TokenClaims & { code?: string; error?: string }) | undefined
+    if (response.status !== 200 || body === undefined || typeof body.active !== 'boolean') {
+      throw new BackendError(response.status, body?.code, `introspection failed with ${response.status}`)
+    }
+    return body
+  }
+
+  private own(path: string): string {
+    if (this.satelliteId === undefined) throw new Error('the satellite is not paired yet')
+    return `/api/satellites/${encodeURIComponent(this.satelliteId)}${path}`
+  }
+
+  private authorization(): Record<string, string> {
+    if (this.apiKey === undefined) throw new Error('the satellite is not paired yet')
+    return { authorization: `Bearer ${this.apiKey}` }
+  }
+
+  private async call(method: string, path: string, options: { body?: unknown; token?: string }): Promise<unknown> {
+    const headers: Record<string, string> = { accept: 'application/json' }
+    if (options.body !== undefined) headers['content-type'] = 'application/json'
+    Object.assign(headers, options.token === undefined ? this.authorization() : { authorization: `Bearer ${options.token}` })
+    const response = await reach(`${this.baseUrl}${path}`, {
+      method,
+      headers,
+      body: options.body === undefined ? undefined : JSON.stringify(options.body),
+      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+    })
+    return unwrap(response)
+  }
+}
+
+/** fetch, with a failure to connect said plainly ("ECONNREFUSED") instead of "fetch failed". */
+async function reach(url: string, init: RequestInit): Promise<Response> {
+  try {
+    return await fetch(url, init)
+  } catch (error) {
+    if (init.signal?.aborted && (error as Error).name === 'AbortError') throw error
+    const cause = (error as { cause?: { code?: string; message?: string } }).cause
+    throw new Error(`cannot reach the backend at ${new URL(url).origin}: ${cause?.code ?? cause?.message ?? (error as Error).message}`)
+  }
+}
+
+/** The `data` of a successful answer; a BackendError for anything else. */
+async function unwrap(response: Response): Promise<unknown> {
+  const text = await response.text()
+  let body: { success?: boolean; data?: unknown; error?: string; code?: string } | undefined
+  try {
+    body = text === '' ? undefined : (JSON.parse(text) as typeof body)
+  } catch {
+    body = undefined
+  }
+  if (response.ok && body?.success === true) return body.data
+  const reason = body?.error ?? (text.slice(0, 200) || response.statusText)
+  throw new BackendError(response.status, body?.code, `${response.status} ${body?.code ?? ''} ${reason}`.replace(/\s+/g, ' ').trim())
+}

@@ -1,0 +1,70 @@
+/**
+ * The satellite's settings, all from environment variables (see the README of this folder).
+ */
+import { hostname, homedir } from 'node:os'
+import { join, resolve } from 'node:path'
+
+export interface SatelliteConfig {
+  /** The backend's base URL, without a trailing slash. */
+  backendUrl: string
+  /** Spent on the first start; not needed once STATE_DIR holds a pairing. */
+  registrationToken: string | undefined
+  name: string
+  host: string
+  /** 0: any free port. */
+  port: number
+  /** Where clients reach this satellite; default `http://127.0.0.1:<port>`. No trailing slash. */
+  satelliteUrl: string | undefined
+  /** Where the pairing (id, API key, key pair) is kept; undefined: in memory only. */
+  stateDir: string | undefined
+  /** Folders whose node_modules are searched for npm packages before falling back to npx. */
+  packageDirs: string[]
+  /** How long a server may take to start and answer `initialize`. */
+  startTimeoutMs: number
+}
+
+const NAME = /^[a-z0-9][a-z0-9_-]{2,63}$/
+
+export class ConfigError extends Error {}
+
+/** The settings from `env`; throws ConfigError with a sentence a person can act on. */
+export function configFromEnv(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): SatelliteConfig {
+  const backendUrl = trimSlash(required(env, 'BACKEND_URL'))
+  if (!/^https?:\/\//.test(backendUrl)) throw new ConfigError('BACKEND_URL must be an http(s) URL, e.g. http://localhost:3000')
+  const name = env.SATELLITE_NAME?.trim() || defaultName()
+  if (!NAME.test(name)) throw new ConfigError(`SATELLITE_NAME must be 3–64 characters of a-z, 0-9, "_" and "-", starting with a letter or digit (got "${name}")`)
+  const port = env.PORT === undefined || env.PORT === '' ? 3001 : Number(env.PORT)
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigError('PORT must be a port number (0 picks a free one)')
+  const satelliteUrl = env.SATELLITE_URL?.trim() ? trimSlash(env.SATELLITE_URL.trim()) : undefined
+  if (satelliteUrl !== undefined && !/^https?:\/\//.test(satelliteUrl)) throw new ConfigError('SATELLITE_URL must be an http(s) URL')
+  const stateDir = env.STATE_DIR === undefined ? join(homedir(), '.mcp-satellite', name) : env.STATE_DIR === '' ? undefined : resolve(cwd, env.STATE_DIR)
+  const startTimeout = env.START_TIMEOUT_SECONDS === undefined ? 120 : Number(env.START_TIMEOUT_SECONDS)
+  if (!(startTimeout > 0)) throw new ConfigError('START_TIMEOUT_SECONDS must be a positive number')
+  return {
+    backendUrl,
+    registrationToken: env.REGISTRATION_TOKEN?.trim() || undefined,
+    name,
+    host: env.HOST?.trim() || '127.0.0.1',
+    port,
+    satelliteUrl,
+    stateDir,
+    packageDirs: (env.PACKAGE_DIRS ?? cwd).split(':').filter((dir) => dir !== '').map((dir) => resolve(cwd, dir)),
+    startTimeoutMs: startTimeout * 1000,
+  }
+}
+
+function required(env: NodeJS.ProcessEnv, key: string): string {
+  const value = env[key]?.trim()
+  if (!value) throw new ConfigError(`${key} is required`)
+  return value
+}
+
+function trimSlash(url: string): string {
+  return url.replace(/\/+$/, '')
+}
+
+/** `sat-<host name>` reduced to the characters a satellite name may hold. */
+function defaultName(): string {
+  const host = hostname().toLowerCase().replace(/[^a-z0-9_-]+/g, '-').replace(/^-+|-+$/g, '')
+  return `sat-${host || 'local'}`.slice(0, 64)
+}

@@ -1,0 +1,244 @@
+/**
+ * One instance the backend placed on this satellite, kept in line with what the backend wants:
+ * started when it should run, stopped when it should not, restarted when its spec (spec_hash)
+ * or its restart generation changes, and started again with a growing delay after a crash.
+ *
+ * Changes arrive at any time (each desired-state document); the work they cause runs one step
+ * at a time per instance, and each step re-reads the latest spec, so a burst of documents ends
+ * in the state of the last one. A start that a newer document makes pointless is abandoned.
+ */
+import type { Tool } from '@modelcontextprotocol/sdk/types.js'
+import { packageCommand, remoteTarget, type Secrets } from './launch.js'
+import type { SatelliteKeys } from './sealing.js'
+import type { Instance, ObservedInstance, Phase } from './types.js'
+import { Upstream } from './upstream.js'
+
+export interface InstanceHooks {
+  /** The phase (or its message) changed. */
+  phase(instance: ManagedInstance): void
+  /** A log line for the backend; secret values are already masked. */
+  log(instanceId: string, stream: 'stdout' | 'stderr' | 'event', text: string): void
+  /** The full tool list, on start and on every change. */
+  tools(instanceId: string, tools: Tool[]): void
+}
+
+export interface InstanceOptions {
+  keys: SatelliteKeys
+  packageDirs: readonly string[]
+  startTimeoutMs: number
+  hooks: InstanceHooks
+}
+
+/** The first retry after a crash waits this long, doubling up to MAX_RETRY_MS. */
+const FIRST_RETRY_MS = 1000
+const MAX_RETRY_MS = 60_000
+/** A server that ran this long before failing starts its retries from the shortest delay again. */
+const STABLE_MS = 60_000
+
+export class ManagedInstance {
+  phase: Phase = 'stopped'
+  message: string | undefined
+  startedAt: Date | undefined
+  upstream: Upstream | undefined
+
+  /** spec_hash/restart_generation the running upstream was started with. */
+  private upstreamKey: string | undefined
+  private start: { controller: AbortController; key: string } | undefined
+  private retry: { timer: NodeJS.Timeout; key: string } | undefined
+  private failures = 0
+  private removed = false
+  private work: Promise<void> = Promise.resolve()
+  /** The opened secret values of the current spec, longest first, for masking log lines. */
+  private secretValues: string[] = []
+
+  constructor(public spec: Instance, private readonly options: InstanceOptions) {}
+
+  get id(): string {
+    return this.spec.instance_id
+  }
+
+  /** The tools clients may see and call. */
+  get disabledTools(): ReadonlySet<string> {
+    return new Set(this.spec.disabled_tools)
+  }
+
+  /** Takes the latest spec from the backend and converges to it in the background. */
+  update(spec: Instance): void {
+    this.spec = spec
+    if (this.start !== undefined && (!this.wanted() || this.start.key !== keyOf(spec))) this.start.controller.abort()
+    void this.schedule()
+  }
+
+  /** The instance left the document: stops it; resolves once stopped. */
+  remove(): Promise<void> {
+    this.removed = true
+    this.start?.controller.abort()
+    return this.schedule()
+  }
+
+  /** What observed-state reports for it. */
+  observed(): ObservedInstance {
+    return {
+      instance_id: this.id,
+      spec_hash: this.spec.spec_hash,
+      phase: this.phase,
+      ...(this.message === undefined ? {} : { message: this.message }),
+      ...(this.startedAt === undefined || this.phase !== 'running' ? {} : { started_at: this.startedAt.toISOString() }),
+    }
+  }
+
+  /** Resolves when the steps asked so far are done (tests, shutdown). */
+  settled(): Promise<void> {
+    return this.work
+  }
+
+  private wanted(): boolean {
+    return !this.removed && this.spec.desired === 'running'
+  }
+
+  private schedule(): Promise<void> {
+    this.work = this.work.then(() => this.converge()).catch((error: unknown) => {
+      this.event(`internal error: ${error instanceof Error ? error.message : String(error)}`)
+    })
+    return this.work
+  }
+
+  private async converge(): Promise<void> {
+    for (;;) {
+      const spec = this.spec
+      const key = keyOf(spec)
+      if (this.upstream !== undefined) {
+        if (this.wanted() && this.upstreamKey === key) return
+        await this.halt(this.wanted())
+        continue
+      }
+      if (!this.wanted()) {
+        this.clearRetry()
+        this.setPhase('stopped', undefined)
+        return
+      }
+      // After a crash, wait for the retry unless the spec changed meanwhile.
+      if (this.retry !== undefined && this.retry.key === key) return
+      if (this.retry !== undefined) this.failures = 0
+      this.clearRetry()
+      const outcome = await this.launch(spec)
+      if (outcome === 'failed') return
+    }
+  }
+
+  /** One start of `spec`: 'aborted' when a newer spec or a stop made it pointless. */
+  private async launch(spec: Instance): Promise<'started' | 'aborted' | 'failed'> {
+    const key = keyOf(spec)
+    const controller = new AbortController()
+    this.start = { controller, key }
+    this.setPhase('starting', undefined)
+    let upstream: Upstream | undefined
+    try {
+      const secrets = await this.options.keys.openAll(spec.instance_id, spec.secrets)
+      this.secretValues = [...secrets.values()].filter((value) => value !== '').sort((a, b) => b.length - a.length)
+      upstream = await this.upstreamFor(spec, secrets)
+      await upstream.connect(this.options.startTimeoutMs, controller.signal)
+      if (controller.signal.aborted) throw new Error('stopped while starting')
+    } catch (error) {
+      this.start = undefined
+      if (controller.signal.aborted) {
+        await upstream?.stop()
+        this.event('start abandoned: the instance changed or was stopped meanwhile')
+        return 'aborted'
+      }
+      this.fail(error instanceof Error ? error.message : String(error), undefined)
+      return 'failed'
+    }
+    this.start = undefined
+    this.upstream = upstream
+    this.upstreamKey = key
+    this.startedAt = new Date()
+    upstream.onClose(() => {
+      if (!upstream.stopping) this.lost(upstream)
+    })
+    this.setPhase('running', undefined)
+    this.event(`running (pid ${upstream.pid ?? 'none: remote'}), ${upstream.tools.length} tools`)
+    this.options.hooks.tools(this.id, upstream.tools)
+    return 'started'
+  }
+
+  private async upstreamFor(spec: Instance, secrets: Secrets): Promise<Upstream> {
+    const events = {
+      line: (stream: 'stdout' | 'stderr', text: string) => this.options.hooks.log(this.id, stream, this.mask(text)),
+      tools: (tools: Tool[]) => this.options.hooks.tools(this.id, tools),
+    }
+    const launch = spec.launch
+    if (launch.kind === 'remote') {
+      const target = remoteTarget(launch, secrets)
+      this.event(`connecting to ${new URL(target.url).origin} (${target.transport})`)
+      return Upstream.remote(target, events)
+    }
+    const command = await packageCommand(launch, secrets, { packageDirs: this.options.packageDirs })
+    this.event(`starting ${command.description}`)
+    return Upstream.process(command, events)
+  }
+
+  /** The running upstream ended; unasked, that is a crash. */
+  private lost(upstream: Upstream): void {
+    if (this.upstream !== upstream) return
+    this.upstream = undefined
+    this.upstreamKey = undefined
+    this.fail(upstream.endReason() ?? 'the connection to the server closed', this.startedAt)
+  }
+
+  /** Stops the running upstream; `restarting` keeps the phase at starting for what follows. */
+  private async halt(restarting: boolean): Promise<void> {
+    const upstream = this.upstream
+    if (upstream === undefined) return
+    this.upstream = undefined
+    this.upstreamKey = undefined
+    this.setPhase(restarting ? 'starting' : 'stopped', undefined)
+    this.event(restarting ? 'restarting: the configuration changed or a restart was asked' : 'stopping')
+    await upstream.stop()
+    const exit = upstream.exit
+    if (exit !== undefined) this.event(exit.signal !== null ? `stopped (${exit.signal})` : `stopped (exit code ${exit.code})`)
+  }
+
+  private fail(reason: string, startedAt: Date | undefined): void {
+    const message = this.mask(reason)
+    if (startedAt !== undefined && Date.now() - startedAt.getTime() >= STABLE_MS) this.failures = 0
+    this.failures += 1
+    const delay = Math.min(MAX_RETRY_MS, FIRST_RETRY_MS * 2 ** (this.failures - 1))
+    this.setPhase('failed', message)
+    this.event(`failed: ${message}; next attempt in ${Math.round(delay / 1000)} s`)
+    this.clearRetry()
+    const key = keyOf(this.spec)
+    const timer = setTimeout(() => {
+      if (this.retry?.timer === timer) this.retry = undefined
+      void this.schedule()
+    }, delay)
+    this.retry = { timer, key }
+  }
+
+  private clearRetry(): void {
+    if (this.retry !== undefined) clearTimeout(this.retry.timer)
+    this.retry = undefined
+  }
+
+  private setPhase(phase: Phase, message: string | undefined): void {
+    if (this.phase === phase && this.message === message) return
+    this.phase = phase
+    this.message = message
+    this.options.hooks.phase(this)
+  }
+
+  private event(text: string): void {
+    this.options.hooks.log(this.id, 'event', this.mask(text))
+  }
+
+  /** The text with every secret value of the instance replaced. */
+  private mask(text: string): string {
+    let masked = text
+    for (const value of this.secretValues) masked = masked.split(value).join('[secret]')
+    return masked
+  }
+}
+
+function keyOf(spec: Instance): string {
+  return `${spec.spec_hash}/${spec.restart_generation}`
+}

@@ -1,0 +1,346 @@
+/**
+ * The satellite as a whole: it pairs with the backend (or resumes a saved pairing), sends a
+ * heartbeat every 30 seconds, long-polls its desired state and keeps its instances in line with
+ * every document it receives, reports back, and serves the instances to MCP clients.
+ */
+import { cpus, freemem, totalmem, type, arch } from 'node:os'
+import { Backend, BackendError, type HeartbeatBody } from './backend.js'
+import type { SatelliteConfig } from './config.js'
+import { Front } from './front.js'
+import { ManagedInstance } from './instance.js'
+import type { Logger } from './logger.js'
+import { Reports } from './reports.js'
+import { SatelliteKeys } from './sealing.js'
+import { StateStore, type Pairing } from './state.js'
+import { TokenChecker } from './tokens.js'
+import type { DesiredState, Instance } from './types.js'
+import { SATELLITE_VERSION } from './upstream.js'
+
+const LONG_POLL_SECONDS = 30
+const HEARTBEAT_SECONDS = 30
+const MAX_BACKOFF_MS = 60_000
+const DISABLED_RETRY_MS = 60_000
+
+/** The satellite cannot go on: its pairing was refused and no registration token can replace it. */
+export class FatalError extends Error {}
+
+export class Satellite {
+  readonly backend: Backend
+  readonly front: Front
+  private readonly store: StateStore
+  private readonly reports: Reports
+  private readonly instances = new Map<string, ManagedInstance>()
+  private keys: SatelliteKeys | undefined
+  private pairing: Pairing | undefined
+  private revision: string | undefined
+  private etag: string | undefined
+  private heartbeatTimer: NodeJS.Timeout | undefined
+  private heartbeatSeconds = HEARTBEAT_SECONDS
+  private readonly stopping = new AbortController()
+  private polling: Promise<void> | undefined
+  private cpuMark = { usage: process.cpuUsage(), at: process.hrtime.bigint() }
+  private satelliteUrl: string | undefined
+  /** Resolves once stopped: with the reason when the satellite stopped on its own (pairing refused). */
+  readonly ended: Promise<Error | undefined>
+  private endWith!: (reason: Error | undefined) => void
+  private fatal: Error | undefined
+
+  constructor(private readonly config: SatelliteConfig, private readonly log: Logger) {
+    this.backend = new Backend(config.backendUrl)
+    this.store = new StateStore(config.stateDir)
+    this.reports = new Reports(this.backend, log, () => this.observed())
+    const tokens = new TokenChecker((token) => this.backend.introspect(token))
+    this.front = new Front({ backendUrl: config.backendUrl, tokens, log, instancesOf: (id) => this.instancesOf(id) })
+    this.ended = new Promise((resolve) => (this.endWith = resolve))
+  }
+
+  get id(): string | undefined {
+    return this.pairing?.satellite_id
+  }
+
+  get url(): string {
+    if (this.satelliteUrl === undefined) throw new Error('not listening yet')
+    return this.satelliteUrl
+  }
+
+  /** The instance with that id, if placed here (tests and diagnostics). */
+  instance(instanceId: string): ManagedInstance | undefined {
+    return this.instances.get(instanceId)
+  }
+
+  /** Listens, pairs, then runs until stop(). Throws FatalError when it cannot pair. */
+  async start(): Promise<void> {
+    const port = await this.front.listen(this.config.host, this.config.port)
+    this.satelliteUrl = this.config.satelliteUrl ?? `http://127.0.0.1:${port}`
+    this.front.setBaseUrl(this.satelliteUrl)
+    this.log.info(`listening on ${this.config.host}:${port}; MCP endpoints under ${this.satelliteUrl}/mcp/<installation id>`)
+    try {
+      await this.pair()
+    } catch (error) {
+      await this.front.close()
+      throw error
+    }
+    this.scheduleHeartbeat(0)
+    this.polling = this.pollLoop()
+  }
+
+  /** Stops polling, stops every instance (SIGTERM, then SIGKILL), reports and closes. */
+  async stop(): Promise<void> {
+    if (this.stopping.signal.aborted) return
+    this.stopping.abort()
+    clearTimeout(this.heartbeatTimer)
+    await this.polling
+    await this.stopAll('the satellite is shutting down')
+    await this.reports.flush(5000)
+    this.reports.close()
+    await this.front.close()
+    this.endWith(this.fatal)
+  }
+
+  // ---- Pairing ----
+
+  private async pair(): Promise<void> {
+    const saved = await this.store.load()
+    if (saved !== undefined && saved.backend_url === this.config.backendUrl) {
+      if (saved.name !== this.config.name) this.log.warn(`STATE_DIR holds the pairing of "${saved.name}"; going on as "${saved.name}"`)
+      this.keys = await SatelliteKeys.restore(saved.private_key, saved.public_key)
+      this.backend.use(saved.satellite_id, saved.api_key)
+      this.pairing = saved
+      try {
+        await this.heartbeat()
+        this.log.info(`resumed the pairing of satellite ${saved.satellite_id} (${saved.name})`)
+        if (saved.satellite_url !== this.url) await this.moved(saved.satellite_url)
+        return
+      } catch (error) {
+        if (!(error instanceof BackendError && error.unpaired)) {
+          // The backend may just be down: keep the pairing, the loops retry.
+          this.log.warn(`the backend did not answer the first heartbeat: ${error instanceof Error ? error.message : String(error)}`)
+          return
+        }
+        if (this.config.registrationToken === undefined) {
+          throw new FatalError('the saved pairing was refused (the satellite was deleted or registered again elsewhere): set REGISTRATION_TOKEN to a new token')
+        }
+        this.log.warn('the saved pairing was refused; registering again with REGISTRATION_TOKEN')
+        await this.store.forget()
+      }
+    } else if (saved !== undefined) {
+      this.log.warn(`STATE_DIR holds a pairing with ${saved.backend_url}, not ${this.config.backendUrl}: registering anew`)
+    }
+    // Until the backend answers: a satellite started before its backend waits for it.
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        await this.register()
+        return
+      } catch (error) {
+        if (error instanceof FatalError || this.stopping.signal.aborted) throw error
+        const wait = Math.min(MAX_BACKOFF_MS, 1000 * 2 ** (attempt - 1))
+        this.log.warn(`registration failed (${error instanceof Error ? error.message : String(error)}); next attempt in ${Math.round(wait / 1000)} s`)
+        await this.pause(wait)
+        if (this.stopping.signal.aborted) throw new FatalError('stopped before pairing')
+      }
+    }
+  }
+
+  /**
+   * The backend keeps the URL given at registration (it tells clients where to connect); only a
+   * new registration changes it. With a registration token at hand, register again: the same
+   * name keeps the same id.
+   */
+  private async moved(previous: string | undefined): Promise<void> {
+    if (this.config.registrationToken === undefined) {
+      this.log.warn(`this satellite now serves at ${this.url} but registered ${previous ?? 'another URL'}; register again with a new REGISTRATION_TOKEN to update it`)
+      return
+    }
+    try {
+      await this.register()
+    } catch (error) {
+      this.log.warn(`could not register the new URL ${this.url}: ${error instanceof Error ? error.message : String(error)}; going on with the saved pairing`)
+    }
+  }
+
+  private async register(): Promise<void> {
+    const token = this.config.registrationToken
+    if (token === undefined) throw new FatalError('REGISTRATION_TOKEN is required to pair this satellite (STATE_DIR holds no pairing)')
+    const keys = await SatelliteKeys.generate()
+    let registered
+    try {
+      registered = await this.backend.register(token, {
+        name: this.config.name,
+        capabilities: ['npm', 'pypi', 'oci', 'stdio', 'remote-streamable-http', 'remote-sse'],
+        satellite_url: this.url,
+        public_key: keys.publicKey,
+        system_info: { os: type().toLowerCase(), arch: arch(), node_version: process.version, memory_mb: Math.round(totalmem() / 1024 / 1024) },
+      })
+    } catch (error) {
+      if (error instanceof BackendError && error.status < 500) throw new FatalError(`registration was refused: ${error.message}`)
+      throw error
+    }
+    this.keys = keys
+    this.pairing = {
+      backend_url: this.config.backendUrl,
+      name: registered.satellite.name,
+      satellite_id: registered.satellite.id,
+      api_key: registered.api_key,
+      private_key: keys.privateKeyText,
+      public_key: keys.publicKey,
+      satellite_url: this.url,
+    }
+    this.backend.use(registered.satellite.id, registered.api_key)
+    await this.store.save(this.pairing)
+    this.log.info(`registered as satellite ${registered.satellite.id} (${registered.satellite.name}, ${registered.satellite.satellite_type})`)
+  }
+
+  // ---- Heartbeat ----
+
+  private scheduleHeartbeat(delayMs: number): void {
+    if (this.stopping.signal.aborted) return
+    this.heartbeatTimer = setTimeout(() => {
+      this.heartbeat()
+        .catch((error: unknown) => this.backendTrouble('heartbeat', error))
+        .finally(() => this.scheduleHeartbeat(this.heartbeatSeconds * 1000))
+    }, delayMs)
+  }
+
+  private async heartbeat(): Promise<void> {
+    const answer = await this.backend.heartbeat(this.metrics())
+    if (typeof answer.heartbeat_interval_seconds === 'number' && answer.heartbeat_interval_seconds >= 5) this.heartbeatSeconds = answer.heartbeat_interval_seconds
+  }
+
+  private metrics(): HeartbeatBody {
+    const now = process.hrtime.bigint()
+    const usage = process.cpuUsage(this.cpuMark.usage)
+    const elapsedMicros = Number(now - this.cpuMark.at) / 1000
+    this.cpuMark = { usage: process.cpuUsage(), at: now }
+    const cpu = elapsedMicros > 0 ? ((usage.user + usage.system) / elapsedMicros / cpus().length) * 100 : 0
+    const failing = [...this.instances.values()].some((instance) => instance.spec.desired === 'running' && instance.phase === 'failed')
+    return {
+      status: failing ? 'degraded' : 'active',
+      system_metrics: {
+        cpu_usage_percent: Math.min(100, Math.round(cpu * 10) / 10),
+        memory_usage_mb: Math.round((totalmem() - freemem()) / 1024 / 1024),
+        uptime_seconds: Math.round(process.uptime()),
+      },
+      version: SATELLITE_VERSION,
+    }
+  }
+
+  // ---- Desired state ----
+
+  private async pollLoop(): Promise<void> {
+    let failures = 0
+    while (!this.stopping.signal.aborted) {
+      const asked = Date.now()
+      try {
+        const answer = await this.backend.desiredState(this.etag, LONG_POLL_SECONDS, this.stopping.signal)
+        failures = 0
+        if (answer.changed) {
+          this.etag = answer.etag
+          this.apply(answer.document)
+        } else if (Date.now() - asked < 1000) {
+          // A backend that does not hold the request: poll at its pace instead of spinning.
+          await this.pause(5000)
+        }
+      } catch (error) {
+        if (this.stopping.signal.aborted) return
+        failures += 1
+        const wait = await this.backendTrouble('desired-state', error)
+        await this.pause(wait ?? Math.min(MAX_BACKOFF_MS, 1000 * 2 ** (failures - 1)) * (0.75 + Math.random() / 2))
+      }
+    }
+  }
+
+  /** Level-triggered: the document is everything that should exist here. */
+  apply(document: DesiredState): void {
+    this.revision = document.revision
+    const seen = new Set<string>()
+    for (const spec of document.instances) {
+      seen.add(spec.instance_id)
+      const known = this.instances.get(spec.instance_id)
+      if (known === undefined) {
+        const instance = this.create(spec)
+        this.instances.set(spec.instance_id, instance)
+        instance.update(spec)
+      } else {
+        const toolsChanged = known.spec.disabled_tools.join('\n') !== spec.disabled_tools.join('\n')
+        known.update(spec)
+        if (toolsChanged) this.front.toolsChanged(known)
+      }
+    }
+    for (const [id, instance] of this.instances) {
+      if (seen.has(id)) continue
+      this.instances.delete(id)
+      void instance.remove()
+    }
+    this.log.info(`desired state ${document.revision}: ${document.instances.length} instance(s)`)
+    this.reports.observedChanged()
+  }
+
+  private create(spec: Instance): ManagedInstance {
+    if (this.keys === undefined) throw new Error('not paired')
+    return new ManagedInstance(spec, {
+      keys: this.keys,
+      packageDirs: this.config.packageDirs,
+      startTimeoutMs: this.config.startTimeoutMs,
+      hooks: {
+        phase: (instance) => {
+          this.log.info(`instance ${instance.id} (${instance.spec.name}): ${instance.phase}${instance.message === undefined ? '' : ` — ${instance.message}`}`)
+          this.reports.observedChanged()
+        },
+        log: (instanceId, stream, text) => this.reports.line(instanceId, stream, text),
+        tools: (instanceId, tools) => this.reports.tools(instanceId, tools),
+      },
+    })
+  }
+
+  private observed() {
+    if (this.revision === undefined) return undefined
+    return { revision: this.revision, instances: [...this.instances.values()].map((instance) => instance.observed()) }
+  }
+
+  private instancesOf(installationId: string): ManagedInstance[] {
+    return [...this.instances.values()].filter((instance) => instance.spec.installation_id === installationId)
+  }
+
+  private async stopAll(reason: string): Promise<void> {
+    if (this.instances.size > 0) this.log.info(`stopping ${this.instances.size} instance(s): ${reason}`)
+    const all = [...this.instances.values()]
+    await Promise.all(all.map((instance) => instance.remove()))
+  }
+
+  /**
+   * What a refused request means for the satellite as a whole. 401: the pairing is gone, so
+   * nothing may run and the satellite ends. 403 SATELLITE_DISABLED: the backend places the
+   * instances elsewhere, so they stop here, and polling slows down. Returns the wait before the
+   * next attempt when it differs from the usual backoff.
+   */
+  private async backendTrouble(what: string, error: unknown): Promise<number | undefined> {
+    const message = error instanceof Error ? error.message : String(error)
+    if (error instanceof BackendError && error.unpaired) {
+      this.log.error(`${what}: the backend no longer knows this satellite's key (${message}); stopping. Pair again with a new REGISTRATION_TOKEN.`)
+      await this.store.forget()
+      this.fatal = new FatalError('the pairing was refused')
+      void this.stop()
+      return undefined
+    }
+    if (error instanceof BackendError && error.disabled) {
+      this.log.warn(`${what}: an admin disabled this satellite; its instances stop until it is enabled again`)
+      this.etag = undefined
+      this.revision = undefined
+      await this.stopAll('the satellite is disabled')
+      this.instances.clear()
+      return DISABLED_RETRY_MS
+    }
+    this.log.warn(`${what} failed: ${message}`)
+    return undefined
+  }
+
+  private pause(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, ms)
+      this.stopping.signal.addEventListener('abort', () => {
+        clearTimeout(timer)
+        resolve()
+      }, { once: true })
+    })
+  }
+}

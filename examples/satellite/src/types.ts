@@ -1,0 +1,92 @@
+/**
+ * The documents the backend sends a satellite and the reports it takes back, as they travel on
+ * the wire (snake_case, as in the JSON).
+ */
+
+/** An argv entry: a literal, or the slot of a secret value delivered in `secrets`. */
+export type Arg = string | { secret: string }
+
+export interface PackageLaunch {
+  kind: 'package'
+  registry_type: 'npm' | 'pypi' | 'oci' | 'docker' | 'nuget' | 'mcpb'
+  identifier: string
+  version: string | null
+  runtime_hint: string | null
+  runtime_args: Arg[]
+  package_args: Arg[]
+  env: Record<string, string>
+  transport: { type: 'stdio' | 'streamable-http' | 'sse'; url?: string; headers?: Record<string, string> }
+}
+
+export interface RemoteLaunch {
+  kind: 'remote'
+  url: string
+  transport: 'streamable-http' | 'sse'
+  headers: Record<string, string>
+}
+
+export interface SealedSecret {
+  /** `env:NAME`, `arg:<key>`, `header:<Name>` or `urlvar:<name>`. */
+  target: string
+  /** base64url of HPKE `enc || ciphertext`. */
+  sealed: string
+}
+
+export interface Instance {
+  instance_id: string
+  installation_id: string
+  team_id: string
+  /** Null: one instance shared by the whole team. */
+  user_id: string | null
+  name: string
+  endpoint_path: string
+  desired: 'running' | 'stopped'
+  spec_hash: string
+  restart_generation: number
+  launch: PackageLaunch | RemoteLaunch
+  secrets: SealedSecret[]
+  disabled_tools: string[]
+}
+
+export interface DesiredState {
+  revision: string
+  poll_interval_seconds: number
+  instances: Instance[]
+}
+
+export type Phase = 'starting' | 'running' | 'degraded' | 'failed' | 'stopped'
+
+export interface ObservedInstance {
+  instance_id: string
+  spec_hash: string
+  phase: Phase
+  message?: string
+  started_at?: string
+}
+
+export interface ReportedTool {
+  name: string
+  title?: string
+  description?: string
+  input_schema: object
+  annotations?: object
+}
+
+export interface LogLine {
+  at: string
+  stream: 'stdout' | 'stderr' | 'event'
+  text: string
+}
+
+/** What RFC 7662 introspection answers about a client's token (the fields this satellite reads). */
+export interface TokenClaims {
+  active: boolean
+  sub?: string
+  username?: string
+  scope?: string
+  aud?: string | string[]
+  team_id?: string | null
+  exp?: number
+  iat?: number
+  client_id?: string
+}

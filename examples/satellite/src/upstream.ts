@@ -1,0 +1,162 @@
+/**
+ * One connection from the satellite to an MCP server it serves: an SDK Client over the child's
+ * stdio, or over HTTP to a remote server. The satellite's HTTP front forwards its clients'
+ * requests to this Client; the clients' own tokens never reach it.
+ */
+import { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js'
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js'
+import {
+  PromptListChangedNotificationSchema,
+  ResourceListChangedNotificationSchema,
+  ToolListChangedNotificationSchema,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js'
+import { ChildTransport, type ExitInfo } from './child-transport.js'
+import { baseEnv, type ProcessCommand, type RemoteTarget } from './launch.js'
+
+export const SATELLITE_VERSION = '0.1.0'
+
+/** The most tools reported to the backend for one instance. */
+const MAX_TOOLS = 1000
+
+export interface UpstreamEvents {
+  /** A line the process printed (stderr, or stdout that was not protocol). */
+  line(stream: 'stdout' | 'stderr', text: string): void
+  /** The server's tools changed (after `notifications/tools/list_changed`): the full new list. */
+  tools(tools: Tool[]): void
+}
+
+export type ListChange = 'tools' | 'resources' | 'prompts'
+
+export class Upstream {
+  readonly client: Client
+  tools: Tool[] = []
+  private readonly changeListeners = new Set<(change: ListChange) => void>()
+  private readonly closeListeners = new Set<() => void>()
+  /** True once stop() was called: an end after that is no crash. */
+  stopping = false
+  private ended = false
+
+  private constructor(private readonly transport: Transport, private readonly events: UpstreamEvents) {
+    this.client = new Client({ name: 'reference-satellite', version: SATELLITE_VERSION }, { capabilities: {} })
+    this.client.onclose = () => this.closed()
+    this.client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
+      await this.refreshTools().catch(() => undefined)
+      this.changed('tools')
+    })
+    this.client.setNotificationHandler(ResourceListChangedNotificationSchema, () => this.changed('resources'))
+    this.client.setNotificationHandler(PromptListChangedNotificationSchema, () => this.changed('prompts'))
+  }
+
+  /** Starts a package's process and connects to it over stdio. */
+  static process(command: ProcessCommand, events: UpstreamEvents): Upstream {
+    const transport = new ChildTransport({
+      command: command.command,
+      args: command.args,
+      env: { ...baseEnv(), ...command.env },
+      onLine: (stream, text) => events.line(stream, text),
+    })
+    return new Upstream(transport, events)
+  }
+
+  /** Connects to a remote server; the headers are the instance's, never a client's. */
+  static remote(target: RemoteTarget, events: UpstreamEvents): Upstream {
+    const requestInit = { headers: target.headers }
+    const transport = target.transport === 'sse'
+      ? new SSEClientTransport(new URL(target.url), { requestInit })
+      : new StreamableHTTPClientTransport(new URL(target.url), { requestInit })
+    return new Upstream(transport, events)
+  }
+
+  /** `initialize`, then the tool list; `signal` (a stop asked meanwhile) or the timeout abandon it. */
+  async connect(timeoutMs: number, signal: AbortSignal): Promise<void> {
+    const aborted = () => void this.stop()
+    signal.addEventListener('abort', aborted, { once: true })
+    try {
+      await this.client.connect(this.transport, { timeout: timeoutMs, signal })
+      await this.refreshTools()
+    } catch (error) {
+      await this.stop()
+      throw new Error(this.endReason() ?? (signal.aborted ? 'stopped while starting' : messageOf(error)))
+    } finally {
+      signal.removeEventListener('abort', aborted)
+    }
+  }
+
+  /** The full list, page by page, up to the number the backend takes. */
+  async refreshTools(): Promise<Tool[]> {
+    if (this.client.getServerCapabilities()?.tools === undefined) {
+      this.tools = []
+      return this.tools
+    }
+    const tools: Tool[] = []
+    let cursor: string | undefined
+    do {
+      const page = await this.client.listTools(cursor === undefined ? {} : { cursor })
+      tools.push(...page.tools)
+      cursor = page.nextCursor
+    } while (cursor !== undefined && tools.length < MAX_TOOLS)
+    this.tools = tools.slice(0, MAX_TOOLS)
+    return this.tools
+  }
+
+  /** Called when a list of the server changes, until the connection ends. */
+  onChange(listener: (change: ListChange) => void): () => void {
+    this.changeListeners.add(listener)
+    return () => this.changeListeners.delete(listener)
+  }
+
+  /** Called once when the connection ends, asked or not. */
+  onClose(listener: () => void): () => void {
+    if (this.ended) {
+      listener()
+      return () => undefined
+    }
+    this.closeListeners.add(listener)
+    return () => this.closeListeners.delete(listener)
+  }
+
+  get pid(): number | undefined {
+    return this.transport instanceof ChildTransport ? this.transport.pid : undefined
+  }
+
+  get exit(): ExitInfo | undefined {
+    return this.transport instanceof ChildTransport ? this.transport.exit : undefined
+  }
+
+  /** Closes the connection (and ends the process: SIGTERM, then SIGKILL). */
+  async stop(): Promise<void> {
+    this.stopping = true
+    await this.client.close().catch(() => undefined)
+    // A transport the client never connected is closed here.
+    await this.transport.close().catch(() => undefined)
+  }
+
+  private changed(change: ListChange): void {
+    if (change === 'tools') this.events.tools(this.tools)
+    for (const listener of this.changeListeners) listener(change)
+  }
+
+  private closed(): void {
+    if (this.ended) return
+    this.ended = true
+    for (const listener of this.closeListeners) listener()
+    this.closeListeners.clear()
+    this.changeListeners.clear()
+  }
+
+  /** "exited with code 1" / "ended by SIGKILL", once the process has ended. */
+  endReason(): string | undefined {
+    const exit = this.exit
+    if (exit === undefined) return undefined
+    if (exit.signal !== null) return `the server process was ended by ${exit.signal}`
+    // Neither: it never started, and the spawn error says why.
+    return exit.code === null ? undefined : `the server process exited with code ${exit.code}`
+  }
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error)
+}
