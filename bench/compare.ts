@@ -6,6 +6,7 @@ import autocannon from 'autocannon'
 import { projectRoot } from '../src/paths.js'
 import { createTestDatabase } from '../test/helpers/database.js'
 import { cpuMicros, start, stop, type Started } from './harness.js'
+import { seedInstallations } from './installations.js'
 import { bearerToken, SECRET, signUp, startCommand } from './service.js'
 
 /**
@@ -17,7 +18,8 @@ import { bearerToken, SECRET, signUp, startCommand } from './service.js'
  * routes (the same commit against itself: −8 % on health in one pair, +9 % in another), so each
  * round starts a fresh pair, in the other order than the round before, and the ratios of the
  * rounds are averaged (geometric mean). Prints, per workload, each build's req/s and server CPU
- * per request over all rounds, the mean ratio and each round's.
+ * per request over all rounds, the mean ratio and each round's. With `--installations`, the
+ * workloads are the installations list of bench/installations.ts instead (default page and 100).
  *   BENCH_COMPARE_ROUNDS (default 4)  pairs of fresh processes
  *   BENCH_COMPARE_SLICES (default 6)  one-second slices per build, workload and round
  */
@@ -61,8 +63,9 @@ async function alternate(sides: Side[], path: string, headers: Record<string, st
 }
 
 async function main(): Promise<void> {
-  const [ref, dialect = 'sqlite'] = process.argv.slice(2) as [string | undefined, 'sqlite' | 'postgresql' | undefined]
-  if (ref === undefined) throw new Error('usage: npm run bench:compare -- <git ref> [sqlite|postgresql]')
+  const installations = process.argv.includes('--installations')
+  const [ref, dialect = 'sqlite'] = process.argv.slice(2).filter((arg) => !arg.startsWith('--')) as [string | undefined, 'sqlite' | 'postgresql' | undefined]
+  if (ref === undefined) throw new Error('usage: npm run bench:compare -- <git ref> [sqlite|postgresql] [--installations]')
   const other = buildRef(ref)
   const { env: startEnv, args } = startCommand()
   const argsOf = (root: string) => args.map((arg) => (arg.startsWith(projectRoot) ? join(root, arg.slice(projectRoot.length)) : arg))
@@ -83,14 +86,20 @@ async function main(): Promise<void> {
     const first = await launch(projectRoot, 4401)
     const cookie = await signUp(first.url)
     const token = await bearerToken(first.url, cookie)
+    const member = installations ? await seedInstallations(first.url, cookie) : undefined
     await halt()
-    const workloads: Array<[string, string, Record<string, string>]> = [
-      ['GET /api/health', '/api/health', {}],
-      ['GET /api/users/me, no credentials (401)', '/api/users/me', {}],
-      ['GET /api/users/me, session', '/api/users/me', { cookie }],
-      ['GET /api/teams/me/default, session', '/api/teams/me/default', { cookie }],
-      ['GET /api/teams/me/default, bearer', '/api/teams/me/default', { authorization: `Bearer ${token}` }],
-    ]
+    const workloads: Array<[string, string, Record<string, string>]> = member === undefined
+      ? [
+          ['GET /api/health', '/api/health', {}],
+          ['GET /api/users/me, no credentials (401)', '/api/users/me', {}],
+          ['GET /api/users/me, session', '/api/users/me', { cookie }],
+          ['GET /api/teams/me/default, session', '/api/teams/me/default', { cookie }],
+          ['GET /api/teams/me/default, bearer', '/api/teams/me/default', { authorization: `Bearer ${token}` }],
+        ]
+      : [
+          ['GET /api/users/me/mcp/installations', '/api/users/me/mcp/installations', { authorization: `Bearer ${member.token}` }],
+          ['  the same, ?limit=100', '/api/users/me/mcp/installations?limit=100', { authorization: `Bearer ${member.token}` }],
+        ]
     type Totals = { requests: number; seconds: number; cpu: number }
     const results = workloads.map(() => ({ ratios: [] as number[], here: { requests: 0, seconds: 0, cpu: 0 } as Totals, there: { requests: 0, seconds: 0, cpu: 0 } as Totals }))
     for (let round = 0; round < ROUNDS; round++) {

@@ -5,6 +5,7 @@ import autocannon from 'autocannon'
 import { projectRoot } from '../src/paths.js'
 import { createTestDatabase } from '../test/helpers/database.js'
 import { start, stop } from './harness.js'
+import { seedInstallations } from './installations.js'
 import { bearerToken, PASSWORD, SECRET, signUp, startCommand } from './service.js'
 
 /**
@@ -14,7 +15,9 @@ import { bearerToken, PASSWORD, SECRET, signUp, startCommand } from './service.j
  * lives (our modules, each dependency, Node's internals, the garbage collector, idle), then the
  * heaviest functions. Workloads: health, anonymous (the 401), session (`/api/users/me`),
  * team (`/api/teams/me/default` with a session), bearer (the same with an access token),
- * floor (bench/floor-server.ts with a session), bare (bench/bare-fastify.ts).
+ * floor (bench/floor-server.ts with a session), bare (bench/bare-fastify.ts), installations
+ * (`/api/users/me/mcp/installations` with a bearer token, 3 teams of 50, bench/installations.ts)
+ * and installations100 (the same with `?limit=100`).
  *   BENCH_PROFILE_SECONDS (default 6)  length of the load window
  */
 
@@ -80,6 +83,7 @@ async function main(): Promise<void> {
     const service = await start(args, { ...env, PORT: '4301' })
     const cookie = await signUp(service.url)
     const token = workload === 'bearer' ? await bearerToken(service.url, cookie) : ''
+    const member = workload.startsWith('installations') ? await seedInstallations(service.url, cookie) : undefined
     await stop(service.child)
     const script = workload === 'floor' ? ['dist/bench/floor-server.js'] : workload === 'bare' ? ['dist/bench/bare-fastify.js'] : null
     const profiled = await start(['--cpu-prof', `--cpu-prof-dir=${profileDir}`, ...(script === null ? args : script.map((path) => join(projectRoot, path)))], { ...env, PORT: '4302' })
@@ -91,6 +95,8 @@ async function main(): Promise<void> {
       bearer: { path: '/api/teams/me/default', headers: { authorization: `Bearer ${token}` } },
       floor: { path: '/api/users/me', headers: { cookie } },
       bare: { path: '/api/health' },
+      installations: { path: '/api/users/me/mcp/installations', headers: { authorization: `Bearer ${member?.token}` } },
+      installations100: { path: '/api/users/me/mcp/installations?limit=100', headers: { authorization: `Bearer ${member?.token}` } },
     }
     const request = paths[workload]
     if (request === undefined) throw new Error(`unknown workload ${workload}; one of ${Object.keys(paths).join(', ')}`)

@@ -7,6 +7,7 @@ import argon2 from 'argon2'
 import { projectRoot } from '../src/paths.js'
 import { createTestDatabase } from '../test/helpers/database.js'
 import { catalogueWorkloads } from './catalogue.js'
+import { installationWorkloads } from './installations.js'
 import { bearerToken, PASSWORD, SECRET, signUp, startCommand } from './service.js'
 import { againstBare, CONNECTIONS, load, rssMb, SECONDS, start, stop, STARTS, table, type Measurement, type Request, type Started } from './harness.js'
 import { registryLines, registryWorkloads } from './registry.js'
@@ -24,10 +25,12 @@ import { satelliteWorkloads } from './satellites.js'
  * /api/teams/me/default) against its target ratio to bare, next to the stack's floor for the same
  * answers (bench/floor-server.ts); logins against raw Argon2id; resident
  * memory after a mixed load with a login flood; satellites (bench/satellites.ts); the catalogue
- * (bench/catalogue.ts); registry import, the sub-registry walk and list (bench/registry.ts).
+ * (bench/catalogue.ts); registry import, the sub-registry walk and list (bench/registry.ts); the
+ * installations list the command-line client reads (bench/installations.ts).
  * `npm run bench -- --hot-path` measures the hot path only; `npm run bench -- --registry` the registry
  * only; `npm run bench -- --memory` the logins and the mixed load with its memory readings only;
- * `npm run bench -- --catalogue` the catalogue only.
+ * `npm run bench -- --catalogue` the catalogue only; `npm run bench -- --installations` the
+ * installations list only.
  *   BENCH_SECONDS (default 5)   length of each load run (after a 2 s warm-up that is not reported)
  *   BENCH_CONNECTIONS (10)      concurrent connections
  *   BENCH_STARTS (5)            cold starts per dialect (the median is reported)
@@ -61,6 +64,8 @@ const REGISTRY_ONLY = process.argv.includes('--registry')
 const MEMORY_ONLY = process.argv.includes('--memory')
 /** `npm run bench -- --catalogue`: the catalogue workloads only. */
 const CATALOGUE_ONLY = process.argv.includes('--catalogue')
+/** `npm run bench -- --installations`: the installations list only. */
+const INSTALLATIONS_ONLY = process.argv.includes('--installations')
 const say = (line = '') => {
   if (!JSON_OUTPUT) console.log(line)
 }
@@ -70,6 +75,7 @@ const TARGETS = {
   health: { sqlite: 80, postgresql: 80 },
   anonymous: { sqlite: 70, postgresql: 70 },
   authenticated: { sqlite: 50, postgresql: 25 },
+  installations: { sqlite: 30, postgresql: 15 },
 }
 
 /**
@@ -112,8 +118,9 @@ async function main(): Promise<void> {
     machine: { cpus: cpus().length, node: process.version }, started_as: { env: startEnv, args: server }, seconds: SECONDS, connections: CONNECTIONS, dialects: {},
   }
   try {
-    const rawArgon2 = HOT_PATH_ONLY || REGISTRY_ONLY || CATALOGUE_ONLY ? 0 : await argon2Throughput()
-    if (!HOT_PATH_ONLY && !REGISTRY_ONLY && !CATALOGUE_ONLY) {
+    const partial = HOT_PATH_ONLY || REGISTRY_ONLY || CATALOGUE_ONLY || INSTALLATIONS_ONLY
+    const rawArgon2 = partial ? 0 : await argon2Throughput()
+    if (!partial) {
       report.raw_argon2_verify_per_s = rawArgon2
       say(`raw Argon2id verify: ${rawArgon2} /s (${CONNECTIONS} at a time, this process)`)
     }
@@ -144,6 +151,15 @@ async function main(): Promise<void> {
           say(`\n${dialect}:`)
           say(table(catalogue.measurements))
           for (const note of catalogue.notes) say(`  ${note}`)
+          continue
+        }
+        if (INSTALLATIONS_ONLY) {
+          const installations = await installationWorkloads(url, cookie, bare.url, TARGETS.installations[dialect])
+          ;(report.dialects as Record<string, unknown>)[dialect] = { installations }
+          await stop(running.child)
+          say(`\n${dialect}:`)
+          say(table(installations.measurements))
+          for (const note of installations.notes) say(`  ${note}`)
           continue
         }
         if (REGISTRY_ONLY) {
@@ -191,13 +207,15 @@ async function main(): Promise<void> {
         const satellites = await satelliteWorkloads(url, cookie, bare.url)
         const registry = await registryWorkloads(url, cookie, bare.url)
         const catalogue = await catalogueWorkloads(url, cookie, env, bare.url, (username) => signUp(url, username))
+        const installations = await installationWorkloads(url, cookie, bare.url, TARGETS.installations[dialect])
         const finalRss = rssMb(running.child)
         await stop(running.child)
 
-        Object.assign(result, { logins, memory: { idle_rss_mb: idleRss, mixed, final_rss_mb: finalRss }, satellites, registry, catalogue })
-        say(table([...hot, ...satellites, ...registry.measurements, ...catalogue.measurements]))
+        Object.assign(result, { logins, memory: { idle_rss_mb: idleRss, mixed, final_rss_mb: finalRss }, satellites, registry, catalogue, installations })
+        say(table([...hot, ...satellites, ...registry.measurements, ...catalogue.measurements, ...installations.measurements]))
         for (const line of registryLines(registry)) say(`  ${line}`)
         for (const note of catalogue.notes) say(`  ${note}`)
+        for (const note of installations.notes) say(`  ${note}`)
         say(loginLine)
         say(`  RSS: ${idleRss} MB idle; ${mixed.max_rss_mb} MB at most during ${MIXED_SECONDS} s of mixed load with a login flood, ${mixed.rss_after_mb} MB after it; ${finalRss} MB after every run`)
       } finally {

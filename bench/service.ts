@@ -19,12 +19,12 @@ export async function signUp(url: string, username = 'bench'): Promise<string> {
   return response.headers.getSetCookie()[0]!.split(';')[0]!
 }
 
-/** An access token for the CLI client, through the real authorization code flow with PKCE. */
-export async function bearerToken(url: string, cookie: string): Promise<string> {
+/** An access token for the CLI client with `scope`, through the real authorization code flow with PKCE. */
+export async function bearerToken(url: string, cookie: string, scope = 'teams:read'): Promise<string> {
   const verifier = randomBytes(32).toString('base64url')
   const redirectUri = 'http://127.0.0.1:8976/oauth/callback'
   const query = new URLSearchParams({
-    response_type: 'code', client_id: 'service-gateway-cli', redirect_uri: redirectUri, scope: 'teams:read', state: 'bench',
+    response_type: 'code', client_id: 'service-gateway-cli', redirect_uri: redirectUri, scope, state: 'bench',
     code_challenge: createHash('sha256').update(verifier).digest('base64url'), code_challenge_method: 'S256',
   })
   const authorize = await fetch(`${url}/api/oauth2/auth?${query}`, { headers: { cookie }, redirect: 'manual' })
