@@ -1,4 +1,6 @@
-import { and, asc, count, eq, gte, inArray, isNotNull, isNull, or, sql, type SQL } from 'drizzle-orm'
+import { and, asc, count, eq, getTableColumns, gte, inArray, isNotNull, isNull, or, sql, type SQL } from 'drizzle-orm'
+import { LRUCache } from 'lru-cache'
+import type { InstallationInput } from '../../formats/installation-inputs.js'
 import { violatedUniqueIndex } from '../errors.js'
 import type { Database, Db } from '../types.js'
 
@@ -25,6 +27,16 @@ export interface SetValue {
   value: string | null
 }
 
+/** One page of a list: its installations, the values the caller sees of them, and how many the whole list holds. */
+export interface InstallationPage {
+  rows: InstallationDetail[]
+  values: SetValue[]
+  total: number
+}
+
+/** Which list a page is of: a team's, or the installations of every team of a member (or of one of them). */
+export type ListScope = { team: string } | { member: string; team?: string }
+
 export interface SatelliteLoad {
   id: string
   teamId: string | null
@@ -33,25 +45,47 @@ export interface SatelliteLoad {
 
 export type InstallationsRepository = ReturnType<typeof installationsRepository>
 
+/**
+ * The inputs of installations as the lists read them, parsed once per stored text. A list parses
+ * the inputs of every row it shows on every read, though an installation's text changes only with
+ * its inputs (and the installations of one version share it); keyed by the text itself, a kept
+ * value is never stale. Frozen, since readers share them. About 4 KB each at most for a typical
+ * server, so 500 of them stay under 2 MB.
+ */
+const parsedInputs = new LRUCache<string, InstallationInput[]>({ max: 500 })
+
+function inputsFromText(text: string): InstallationInput[] {
+  let inputs = parsedInputs.get(text)
+  if (inputs === undefined) {
+    inputs = Object.freeze((JSON.parse(text) as InstallationInput[]).map((input) => {
+      if (input.choices !== undefined) Object.freeze(input.choices)
+      return Object.freeze(input)
+    })) as InstallationInput[]
+    parsedInputs.set(text, inputs)
+  }
+  return inputs
+}
+
 export function installationsRepository(database: Database, executor: Db = database.db) {
   const { t, dialect } = database
   const db = executor
   const i = t.mcpInstallations
   const values = t.mcpInstallationValues
 
+  const detailColumns = {
+    installation: i,
+    server: { id: t.mcpServers.id, slug: t.mcpServers.slug, name: t.mcpServers.name },
+    version: t.mcpServerVersions.version,
+    satelliteId: t.satellites.id,
+    satelliteName: t.satellites.name,
+    satelliteUrl: t.satellites.satelliteUrl,
+    satelliteStatus: t.satellites.status,
+    lastHeartbeatAt: t.satellites.lastHeartbeatAt,
+    disabledAt: t.satellites.disabledAt,
+    teamSlug: t.teams.slug,
+  }
   const detail = () => db
-    .select({
-      installation: i,
-      server: { id: t.mcpServers.id, slug: t.mcpServers.slug, name: t.mcpServers.name },
-      version: t.mcpServerVersions.version,
-      satelliteId: t.satellites.id,
-      satelliteName: t.satellites.name,
-      satelliteUrl: t.satellites.satelliteUrl,
-      satelliteStatus: t.satellites.status,
-      lastHeartbeatAt: t.satellites.lastHeartbeatAt,
-      disabledAt: t.satellites.disabledAt,
-      teamSlug: t.teams.slug,
-    })
+    .select(detailColumns)
     .from(i)
     .innerJoin(t.mcpServers, eq(t.mcpServers.id, i.serverId))
     .innerJoin(t.mcpServerVersions, eq(t.mcpServerVersions.id, i.versionId))
@@ -69,7 +103,59 @@ export function installationsRepository(database: Database, executor: Db = datab
     },
   })
   const byName = [asc(i.name), asc(i.id)]
-  const memberTeams = (userId: string) => db.select({ teamId: t.teamMembers.teamId }).from(t.teamMembers).where(eq(t.teamMembers.userId, userId))
+
+  // A page of a list in one statement, prepared once per kind of list (PostgreSQL plans it once
+  // per connection): the page's ids are picked first, sorting only the narrow columns of the
+  // whole list, then only those rows are joined to their server, version, team and satellite,
+  // with the total and the values the viewer sees (as JSON arrays) in the same row.
+  type PageKind = 'team' | 'member' | 'memberTeam'
+  const placeholder = (name: string) => sql.placeholder(name)
+  const scoped = (kind: PageKind): SQL => {
+    const ofMember = inArray(i.teamId, db.select({ teamId: t.teamMembers.teamId }).from(t.teamMembers).where(eq(t.teamMembers.userId, placeholder('member'))))
+    if (kind === 'member') return ofMember
+    if (kind === 'memberTeam') return and(eq(i.teamId, placeholder('team')), ofMember)!
+    return eq(i.teamId, placeholder('team'))
+  }
+  /** `[key, value]` of each value of the row's installation that `whose` keeps (`value` null for a secret). */
+  const valuePairs = (whose: SQL) => (dialect === 'postgresql'
+    ? sql`(select coalesce(json_agg(json_build_array(${values.key}, ${values.value})), '[]'::json) from ${values} where ${values.installationId} = ${i.id} and ${whose})`
+    : sql`(select json_group_array(json_array(${values.key}, ${values.value})) from ${values} where ${values.installationId} = ${i.id} and ${whose})`
+  ).mapWith((pairs: unknown) => (typeof pairs === 'string' ? JSON.parse(pairs) : pairs) as Array<[string, string | null]>)
+  /** The stored text of `inputs` (PostgreSQL's jsonb would come parsed already). */
+  const inputsAsText = dialect === 'postgresql' ? sql<string>`${i.inputs}::text` : sql<string>`${i.inputs}`
+  const countOf = (kind: PageKind) => db.select({ n: count().as('n') }).from(i).where(scoped(kind))
+  const preparePage = (kind: PageKind) => {
+    const page = db.$with('page').as(db
+      .select({ id: i.id })
+      .from(i)
+      .innerJoin(t.teams, eq(t.teams.id, i.teamId))
+      .where(scoped(kind))
+      .orderBy(asc(t.teams.slug), ...byName)
+      .limit(placeholder('limit'))
+      .offset(placeholder('offset')))
+    const total = db.$with('total').as(countOf(kind))
+    return db
+      .with(page, total)
+      .select({
+        ...detailColumns,
+        installation: { ...getTableColumns(i), inputs: inputsAsText.mapWith(inputsFromText) },
+        teamValues: valuePairs(isNull(values.userId)),
+        ownValues: valuePairs(sql`${values.userId} = ${placeholder('viewer')}`),
+        total: total.n,
+      })
+      .from(page)
+      .innerJoin(i, eq(i.id, page.id))
+      .innerJoin(t.mcpServers, eq(t.mcpServers.id, i.serverId))
+      .innerJoin(t.mcpServerVersions, eq(t.mcpServerVersions.id, i.versionId))
+      .innerJoin(t.teams, eq(t.teams.id, i.teamId))
+      .leftJoin(t.satellites, eq(t.satellites.id, i.satelliteId))
+      .crossJoin(total)
+      .orderBy(asc(t.teams.slug), ...byName)
+      .prepare(`installations_page_${kind}`)
+  }
+  const prepareTotal = (kind: PageKind) => countOf(kind).prepare(`installations_total_${kind}`)
+  const pageStatements: Partial<Record<PageKind, ReturnType<typeof preparePage>>> = {}
+  const totalStatements: Partial<Record<PageKind, ReturnType<typeof prepareTotal>>> = {}
 
   return {
     with: (tx: Db) => installationsRepository(database, tx),
@@ -92,26 +178,24 @@ export function installationsRepository(database: Database, executor: Db = datab
       return row
     },
 
-    /** The team's installations by name. */
-    async listForTeam(teamId: string, limit: number, offset: number): Promise<{ rows: InstallationDetail[]; total: number }> {
-      const where = eq(i.teamId, teamId)
-      const [rows, [total]] = await Promise.all([
-        detail().where(where).orderBy(...byName).limit(limit).offset(offset),
-        db.select({ n: count() }).from(i).where(where),
+    /**
+     * A page of a list by team, then name: a team's installations (`{ team }`), or those of every
+     * team `member` belongs to (or of the one of them named by `team`). With each installation,
+     * the values `viewer` sees: the team's and the viewer's own, never another member's.
+     */
+    async page(scope: ListScope, viewer: string, limit: number, offset: number): Promise<InstallationPage> {
+      const kind = 'member' in scope ? (scope.team === undefined ? 'member' : 'memberTeam') : 'team'
+      const statement = (pageStatements[kind] ??= preparePage(kind))
+      const params = { viewer, member: 'member' in scope ? scope.member : '', team: scope.team ?? '', limit, offset }
+      const found = await statement.execute(params)
+      const rows = found.map((row) => toDetail(row))
+      const values = found.flatMap((row) => [
+        ...row.teamValues.map(([key, value]): SetValue => ({ installationId: row.installation.id, userId: null, key, value })),
+        ...row.ownValues.map(([key, value]): SetValue => ({ installationId: row.installation.id, userId: viewer, key, value })),
       ])
-      return { rows: rows.map(toDetail), total: total?.n ?? 0 }
-    },
-
-    /** The installations of every team the user is a member of (or of one of them), by team, then name. */
-    async listForMember(userId: string, teamId: string | undefined, limit: number, offset: number): Promise<{ rows: InstallationDetail[]; total: number }> {
-      const where = teamId === undefined
-        ? inArray(i.teamId, memberTeams(userId))
-        : and(eq(i.teamId, teamId), inArray(i.teamId, memberTeams(userId)))
-      const [rows, [total]] = await Promise.all([
-        detail().where(where).orderBy(asc(t.teams.slug), ...byName).limit(limit).offset(offset),
-        db.select({ n: count() }).from(i).where(where),
-      ])
-      return { rows: rows.map(toDetail), total: total?.n ?? 0 }
+      // An empty page (past the end, or an empty list) has no row to carry the total.
+      const total = found[0]?.total ?? (await (totalStatements[kind] ??= prepareTotal(kind)).execute(params))[0]?.n ?? 0
+      return { rows, values, total }
     },
 
     /** Names in the team starting with `prefix` (to pick a free default name). */

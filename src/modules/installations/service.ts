@@ -1,4 +1,4 @@
-import type { InstallationDetail, InstallationPatch, InstallationRow, InstallationsRepository } from '../../db/repositories/installations.js'
+import type { InstallationDetail, InstallationPage, InstallationPatch, InstallationRow, InstallationsRepository } from '../../db/repositories/installations.js'
 import type { SatellitesRepository } from '../../db/repositories/satellites.js'
 import type { ServerRow } from '../../db/repositories/server-filters.js'
 import type { ServerVersionsRepository, VersionRow } from '../../db/repositories/server-versions.js'
@@ -66,14 +66,14 @@ export class InstallationService {
     // A member reaches this only for a team that exists; a global admin passes the route's check
     // for any id, and an unknown team must be 404 for them too, not an empty list.
     if (actor.isGlobalAdmin && (await this.deps.teams.find(teamId)) === undefined) throw errors.notFound('Team')
-    const page = await this.deps.installations.listForTeam(teamId, limit, offset)
-    return { views: await this.views(page.rows, actor.userId), total: page.total }
+    const page = await this.deps.installations.page({ team: teamId }, actor.userId, limit, offset)
+    return { views: this.pageViews(page), total: page.total }
   }
 
   /** Every installation of every team the caller is a member of (or of one such team). */
   async listMine(actor: InstallationActor, teamId: string | undefined, limit: number, offset: number): Promise<{ views: InstallationView[]; total: number }> {
-    const page = await this.deps.installations.listForMember(actor.userId, teamId, limit, offset)
-    return { views: await this.views(page.rows, actor.userId), total: page.total }
+    const page = await this.deps.installations.page({ member: actor.userId, team: teamId }, actor.userId, limit, offset)
+    return { views: this.pageViews(page), total: page.total }
   }
 
   async get(teamId: string, id: string, actor: InstallationActor): Promise<InstallationView> {
@@ -95,8 +95,8 @@ export class InstallationService {
   async clientConfig(actor: InstallationActor, teamId: string | undefined): Promise<Record<string, { type: 'http'; url: string }>> {
     const servers: Record<string, { type: 'http'; url: string }> = {}
     for (let offset = 0; ; offset += 100) {
-      const page = await this.deps.installations.listForMember(actor.userId, teamId, 100, offset)
-      const views = await this.views(page.rows, actor.userId)
+      const page = await this.deps.installations.page({ member: actor.userId, team: teamId }, actor.userId, 100, offset)
+      const views = this.pageViews(page)
       page.rows.forEach((detail, index) => {
         const view = views[index]!
         if (view.endpoint_url !== null && view.desired === 'running' && view.status !== 'needs_config') {
@@ -317,9 +317,14 @@ export class InstallationService {
   // Parts
 
   private async views(rows: InstallationDetail[], userId: string): Promise<InstallationView[]> {
-    const values = groupValues(await this.deps.installations.valuesOf(rows.map((row) => row.installation.id), userId))
+    return this.pageViews({ rows, values: await this.deps.installations.valuesOf(rows.map((row) => row.installation.id), userId) })
+  }
+
+  /** The views of rows read with the values their reader sees. */
+  private pageViews({ rows, values }: Pick<InstallationPage, 'rows' | 'values'>): InstallationView[] {
+    const byInstallation = groupValues(values)
     const silentSince = new Date(this.deps.clock.now() - OFFLINE_AFTER_MS)
-    return rows.map((row) => installationView(row, values.get(row.installation.id), silentSince))
+    return rows.map((row) => installationView(row, byInstallation.get(row.installation.id), silentSince))
   }
 
   private async detail(teamId: string, id: string): Promise<InstallationDetail> {
