@@ -96,8 +96,8 @@ export class Backend {
     return { changed: true, etag: response.headers.get('etag') ?? undefined, document }
   }
 
-  async observedState(revision: string, instances: ObservedInstance[]): Promise<void> {
-    await this.call('PUT', this.own('/observed-state'), { body: { revision, instances } })
+  async observedState(revision: string, instances: ObservedInstance[]): Promise<{ accepted: number; ignored: number }> {
+    return (await this.call('PUT', this.own('/observed-state'), { body: { revision, instances } })) as { accepted: number; ignored: number }
   }
 
   async putTools(instanceId: string, tools: ReportedTool[]): Promise<void> {

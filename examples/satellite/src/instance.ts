@@ -34,6 +34,8 @@ const FIRST_RETRY_MS = 1000
 const MAX_RETRY_MS = 60_000
 /** A server that ran this long before failing starts its retries from the shortest delay again. */
 const STABLE_MS = 60_000
+/** The longest status message the backend takes. */
+const MAX_MESSAGE = 2000
 
 export class ManagedInstance {
   phase: Phase = 'stopped'
@@ -82,7 +84,7 @@ export class ManagedInstance {
       instance_id: this.id,
       spec_hash: this.spec.spec_hash,
       phase: this.phase,
-      ...(this.message === undefined ? {} : { message: this.message }),
+      ...(this.message === undefined ? {} : { message: this.message.slice(0, MAX_MESSAGE) }),
       ...(this.startedAt === undefined || this.phase !== 'running' ? {} : { started_at: this.startedAt.toISOString() }),
     }
   }

@@ -98,7 +98,9 @@ export class Reports {
     const snapshot = this.snapshot()
     if (snapshot === undefined) return
     try {
-      await this.backend.observedState(snapshot.revision, snapshot.instances)
+      const answer = await this.backend.observedState(snapshot.revision, snapshot.instances)
+      // Reports about instances the backend has moved on from (a newer spec) are expected now and then.
+      if (answer.ignored > 0) this.log.info(`observed state of ${answer.ignored} instance(s) not taken: the backend has a newer document`)
     } catch (error) {
       this.log.warn(`observed-state report failed: ${messageOf(error)}`)
       if (!this.closed && !refusedForGood(error)) {

@@ -63,11 +63,6 @@ export class Satellite {
     return this.satelliteUrl
   }
 
-  /** The instance with that id, if placed here (tests and diagnostics). */
-  instance(instanceId: string): ManagedInstance | undefined {
-    return this.instances.get(instanceId)
-  }
-
   /** Listens, pairs, then runs until stop(). Throws FatalError when it cannot pair. */
   async start(): Promise<void> {
     const port = await this.front.listen(this.config.host, this.config.port)
@@ -297,7 +292,8 @@ export class Satellite {
     return { revision: this.revision, instances: [...this.instances.values()].map((instance) => instance.observed()) }
   }
 
-  private instancesOf(installationId: string): ManagedInstance[] {
+  /** The instances placed here for an installation: the shared one, or one per user. */
+  instancesOf(installationId: string): ManagedInstance[] {
     return [...this.instances.values()].filter((instance) => instance.spec.installation_id === installationId)
   }
 
