@@ -1,9 +1,15 @@
+import { spawn } from 'node:child_process'
+import { createRequire } from 'node:module'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { ChildTransport } from '../../examples/satellite/src/child-transport.js'
 import { ManagedInstance } from '../../examples/satellite/src/instance.js'
 import { LaunchError, findLocalPackage, packageCommand, remoteTarget } from '../../examples/satellite/src/launch.js'
 import { SatelliteKeys } from '../../examples/satellite/src/sealing.js'
 import type { Instance, PackageLaunch } from '../../examples/satellite/src/types.js'
+import { freePort } from '../helpers/oauth-e2e.js'
 import { EVERYTHING, EVERYTHING_VERSION, alive, everythingInstance, recordingHooks, sealTo, waitFor, type Recorded } from './support.js'
+
+const EVERYTHING_BIN = createRequire(import.meta.url).resolve(`${EVERYTHING}/dist/index.js`)
 
 /** The environment a server sees, through its `get-env` tool (it answers with JSON of process.env). */
 async function envOf(instance: ManagedInstance): Promise<Record<string, string>> {
@@ -192,5 +198,61 @@ describe('reference satellite: running an instance', () => {
     await racing.remove()
     expect(racing.phase).toBe('stopped')
     expect(racing.upstream).toBeUndefined()
+  })
+})
+
+describe('reference satellite: stopping and remote servers', () => {
+  it('kills a server that ignores SIGTERM after the grace period, and what it started with it', async () => {
+    // A server that ignores SIGTERM and has started a grandchild that would too.
+    const script = `
+      process.on('SIGTERM', () => {})
+      const { spawn } = require('node:child_process')
+      const grandchild = spawn(process.execPath, ['-e', "process.on('SIGTERM', () => {}); setInterval(() => {}, 1000)"], { stdio: 'ignore' })
+      console.error('grandchild ' + grandchild.pid)
+      setInterval(() => {}, 1000)`
+    const lines: string[] = []
+    const transport = new ChildTransport({ command: process.execPath, args: ['-e', script], env: { PATH: process.env.PATH ?? '' }, graceMs: 300, onLine: (_stream, text) => lines.push(text) })
+    await transport.start()
+    const grandchild = Number((await waitFor(() => lines.find((line) => line.startsWith('grandchild ')), 'the grandchild')).split(' ')[1])
+    const started = Date.now()
+    await transport.close()
+    const took = Date.now() - started
+    expect(transport.exit).toEqual({ code: null, signal: 'SIGKILL' })
+    expect(took).toBeGreaterThanOrEqual(250)
+    expect(took).toBeLessThan(3000)
+    await waitFor(() => !alive(grandchild), 'the grandchild to end', 3000)
+  })
+
+  it('proxies a remote server over streamable HTTP, its URL variable filled from a secret', async () => {
+    const port = await freePort()
+    const remote = spawn(process.execPath, [EVERYTHING_BIN, 'streamableHttp'], { env: { PATH: process.env.PATH, PORT: String(port) }, stdio: ['ignore', 'ignore', 'pipe'] })
+    try {
+      let output = ''
+      remote.stderr!.on('data', (chunk) => (output += chunk))
+      await waitFor(() => output.includes(`listening on port ${port}`), 'the remote server')
+      const keys = await SatelliteKeys.generate()
+      const recorded = recordingHooks()
+      const base = everythingInstance({ spec_hash: 'remote-1' })
+      const spec: Instance = {
+        ...base,
+        launch: { kind: 'remote', url: `http://127.0.0.1:${port}/{path}`, transport: 'streamable-http', headers: { 'X-Client': 'satellite' } },
+        secrets: [
+          { target: 'urlvar:path', sealed: await sealTo(keys.publicKey, base.instance_id, 'urlvar:path', 'mcp') },
+          { target: 'header:X-Api-Key', sealed: await sealTo(keys.publicKey, base.instance_id, 'header:X-Api-Key', 'remote-secret') },
+        ],
+      }
+      const instance = new ManagedInstance(spec, { keys, packageDirs: [], startTimeoutMs: 10_000, hooks: recorded.hooks })
+      instance.update(spec)
+      await waitFor(() => instance.phase === 'running', 'the remote instance to run')
+      expect(instance.upstream!.pid).toBeUndefined()
+      expect(recorded.tools.get(spec.instance_id)!.map((tool) => tool.name)).toContain('echo')
+      const echoed = await instance.upstream!.client.callTool({ name: 'echo', arguments: { message: 'over http' } })
+      expect(JSON.stringify(echoed.content)).toContain('over http')
+      expect(recorded.logs.some((line) => line.text === `connecting to http://127.0.0.1:${port} (streamable-http)`)).toBe(true)
+      await instance.remove()
+      expect(instance.phase).toBe('stopped')
+    } finally {
+      remote.kill('SIGKILL')
+    }
   })
 })
