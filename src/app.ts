@@ -46,6 +46,7 @@ import { systemRoutes } from './system/routes.js'
 import { categoryRoutes } from './modules/catalogue/categories-routes.js'
 import { serverRoutes } from './modules/catalogue/servers-routes.js'
 import { installationRoutes } from './modules/installations/routes.js'
+import { channelRoutes } from './modules/channel/routes.js'
 import { versionRoutes } from './modules/catalogue/versions-routes.js'
 import { registryImportRoutes } from './modules/registry/import-routes.js'
 import { registryReadRoutes } from './modules/registry/read-routes.js'
@@ -191,6 +192,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       })
       .then(admitted, refuse)
   })
+  // Held long-polls answer at once when closing begins, instead of holding the close up to their wait.
+  app.addHook('preClose', async () => lifecycle.releaseHeld())
   app.addHook('onClose', () => lifecycle.close())
   observeRequests(app, metrics.requests)
 
@@ -222,6 +225,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await app.register(registrationTokenRoutes)
     await app.register(satelliteAgentRoutes)
     await app.register(installationRoutes)
+    await app.register(channelRoutes)
     await app.register(satelliteRoutes)
     await app.register(pluginsRoutes, { plugins })
     // Last: extension plugins mount beside the finished core.

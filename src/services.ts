@@ -45,6 +45,9 @@ import { RegistrationTokens } from './modules/satellites/registration-tokens.js'
 import { SatelliteService } from './modules/satellites/service.js'
 import { InstallationService } from './modules/installations/service.js'
 import { installationValueBox } from './modules/installations/sealed-values.js'
+import { Channel } from './modules/channel/service.js'
+import { channelRepository } from './db/repositories/channel.js'
+import { desiredStamps } from './db/repositories/desired-stamps.js'
 import { CORE_GROUPS, CORE_SETTINGS, type SettingDefinition, type SettingGroup } from './modules/settings/definitions.js'
 import { unreadableSecretsWarning } from './modules/settings/secret-rotation.js'
 import { SettingsService } from './modules/settings/service.js'
@@ -90,6 +93,8 @@ export interface Services {
   satellites: SatelliteService
   /** Teams' installations of catalogue servers, their values and placement. */
   installations: InstallationService
+  /** The satellite control channel: desired-state documents, long-polls and reports. */
+  channel: Channel
   /** The items of extension plugins' collections. */
   pluginItems: PluginItemsRepository
   limits: AbuseLimits
@@ -171,9 +176,15 @@ export async function createServices(database: Database, { config, clock, log, l
     log.warn({ extension: 'pg_trgm' }, 'pg_trgm is not installed in this database: catalogue search matches words and word prefixes but not typos (CREATE EXTENSION pg_trgm, then restart, to enable)')
   }
   const search = serverSearch(database, { trigram })
+  const valueBox = installationValueBox(config.encryptionSecret)
+  const stamps = desiredStamps(database)
   const installations = new InstallationService({
     database, installations: installationsRepository(database), servers, versions: serverVersionsRepository(database),
-    satellites: satellitesRepository(database), teams, box: installationValueBox(config.encryptionSecret), audit, clock,
+    satellites: satellitesRepository(database), teams, stamps, channel: channelRepository(database), box: valueBox, audit, clock,
+  })
+  const channel = new Channel({
+    database, channel: channelRepository(database), satellites: satellitesRepository(database), stamps, box: valueBox,
+    specKey: deriveKey(config.encryptionSecret, 'spec-hash'), audit, clock,
   })
   const serverService = new ServerService({ database, servers, categories, teams, search, audit, clock, beforeDelete: (serverId, tx) => installations.assertServerUnused(serverId, tx) })
   const registrationTokenRows = registrationTokensRepository(database)
@@ -198,6 +209,7 @@ export async function createServices(database: Database, { config, clock, log, l
     serverService,
     versionService: new VersionService({ database, servers, versions: serverVersionsRepository(database), serverService, audit, clock, afterLatestChange: followLatest }),
     installations,
+    channel,
     registryImporter,
     registrySync,
     registrySyncSchedule: new RegistrySyncSchedule({ sync: registrySync, settings, state: syncState, clock, log, everyMs: registrySyncCheckMs }),

@@ -26,6 +26,8 @@ export class PgChangeFeed implements ChangeFeed {
   private retryMs = FIRST_RETRY_MS
   private retryTimer: NodeJS.Timeout | null = null
   private isUp = false
+  /** Topics sent in each open transaction of this instance, told to this instance's listeners at its commit. */
+  private readonly pending = new WeakMap<Db, string[]>()
 
   constructor(private readonly url: string, private readonly onError: (error: Error) => void) {}
 
@@ -33,8 +35,33 @@ export class PgChangeFeed implements ChangeFeed {
     return this.isUp
   }
 
+  /**
+   * NOTIFY in `executor`'s transaction. This instance learns of its own change at the commit
+   * itself (see `committed`), not only when the notification comes back through the listener a
+   * moment later: a request that follows the write on this instance never sees what it replaced.
+   */
   async notify(executor: Db, topic: string): Promise<void> {
     await executor.execute(sql`select pg_notify(${CHANNEL}, ${topic})`)
+    const pending = this.pending.get(executor)
+    if (pending !== undefined) pending.push(topic)
+    else this.subscribers.deliver(topic)
+  }
+
+  /** A transaction of this instance began (db/pg.ts). */
+  begin(tx: Db): void {
+    this.pending.set(tx, [])
+  }
+
+  /** It committed: its topics are told here at once (and to every instance by the NOTIFY). */
+  committed(tx: Db): void {
+    const topics = this.pending.get(tx) ?? []
+    this.pending.delete(tx)
+    for (const topic of topics) this.subscribers.deliver(topic)
+  }
+
+  /** It rolled back: nothing changed. */
+  discarded(tx: Db): void {
+    this.pending.delete(tx)
   }
 
   subscribe(listener: (topic: string) => void): () => void {

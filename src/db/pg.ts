@@ -217,7 +217,19 @@ export function openPostgres({ url, poolSize, onError, onQuery }: PgOptions): Da
       try {
         let session = onConnection.get(client)
         if (session === undefined) onConnection.set(client, (session = drizzle({ client, schema })))
-        return await session.transaction((tx) => inTransaction.run(tx, () => fn(tx)))
+        let opened: Db | undefined
+        try {
+          const result = await session.transaction((tx) => {
+            opened = tx
+            changes.begin(tx)
+            return inTransaction.run(tx, () => fn(tx))
+          })
+          if (opened !== undefined) changes.committed(opened)
+          return result
+        } catch (error) {
+          if (opened !== undefined) changes.discarded(opened)
+          throw error
+        }
       } finally {
         client.release()
         if (--open === 0) inTransaction.disable()

@@ -12,3 +12,12 @@ export interface ReportedTool {
   input_schema: Record<string, unknown>
   annotations?: Record<string, unknown>
 }
+
+/** What a satellite last reported of one instance, as readers of its installation see it. */
+export interface ReportedState {
+  phase: 'starting' | 'running' | 'degraded' | 'failed' | 'stopped'
+  message: string | null
+  /** The installation's spec_revision the report was about. */
+  specRevision: number
+  toolsCount: number
+}

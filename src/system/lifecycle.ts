@@ -91,9 +91,15 @@ export class DatabaseLifecycle {
     return this.services !== null
   }
 
+  /** Answers the satellites' held long-polls now: closing has begun. */
+  releaseHeld(): void {
+    this.services?.channel.close()
+  }
+
   async close(): Promise<void> {
     clearInterval(this.purgeTimer)
     this.services?.registrySyncSchedule.stop()
+    this.services?.channel.close()
     const services = this.services
     this.services = null
     await services?.database.close()

@@ -3,6 +3,7 @@ import { LRUCache } from 'lru-cache'
 import type { InstallationInput } from '../../formats/installation-inputs.js'
 import { violatedUniqueIndex } from '../errors.js'
 import type { Database, Db } from '../types.js'
+import type { ReportedState } from '../../formats/satellite-reports.js'
 
 export type InstallationRow = Database['t']['mcpInstallations']['$inferSelect']
 export type InstallationPatch = Partial<Pick<InstallationRow,
@@ -16,6 +17,8 @@ export interface InstallationDetail {
   version: string
   satellite: { name: string; url: string | null; status: string; lastHeartbeatAt: Date | null; disabledAt: Date | null } | null
   team: { slug: string }
+  /** What the satellite last reported of the instance the reader sees (the shared one, or their own); absent before any report. */
+  state?: ReportedState
 }
 
 /** A value as readers see it: never the sealed secret, only that it is set. */
@@ -121,6 +124,23 @@ export function installationsRepository(database: Database, executor: Db = datab
     ? sql`(select coalesce(json_agg(json_build_array(${values.key}, ${values.value})), '[]'::json) from ${values} where ${values.installationId} = ${i.id} and ${whose})`
     : sql`(select json_group_array(json_array(${values.key}, ${values.value})) from ${values} where ${values.installationId} = ${i.id} and ${whose})`
   ).mapWith((pairs: unknown) => (typeof pairs === 'string' ? JSON.parse(pairs) : pairs) as Array<[string, string | null]>)
+  /**
+   * The reported state the viewer sees: their own instance's (a per-user installation), else the
+   * shared one's, as `[phase, message, spec_revision, tools count]`.
+   */
+  const statePair = (viewer: SQL | string) => {
+    const st = t.mcpInstanceStates
+    const tools = dialect === 'postgresql' ? sql`jsonb_array_length(${st.tools})` : sql`json_array_length(${st.tools})`
+    const pair = dialect === 'postgresql'
+      ? sql`json_build_array(${st.phase}, ${st.message}, ${st.specRevision}, ${tools})`
+      : sql`json_array(${st.phase}, ${st.message}, ${st.specRevision}, ${tools})`
+    return sql`(select ${pair} from ${st} where ${st.installationId} = ${i.id} and (${st.userId} is null or ${st.userId} = ${viewer}) order by (${st.userId} is null) limit 1)`
+      .mapWith((found: unknown): ReportedState | undefined => {
+        if (found === null || found === undefined) return undefined
+        const [phase, message, specRevision, toolsCount] = (typeof found === 'string' ? JSON.parse(found) : found) as [ReportedState['phase'], string | null, number, number]
+        return { phase, message, specRevision: Number(specRevision), toolsCount: Number(toolsCount) }
+      })
+  }
   /** The stored text of `inputs` (PostgreSQL's jsonb would come parsed already). */
   const inputsAsText = dialect === 'postgresql' ? sql<string>`${i.inputs}::text` : sql<string>`${i.inputs}`
   const countOf = (kind: PageKind) => db.select({ n: count().as('n') }).from(i).where(scoped(kind))
@@ -141,6 +161,7 @@ export function installationsRepository(database: Database, executor: Db = datab
         installation: { ...getTableColumns(i), inputs: inputsAsText.mapWith(inputsFromText) },
         teamValues: valuePairs(isNull(values.userId)),
         ownValues: valuePairs(sql`${values.userId} = ${placeholder('viewer')}`),
+        state: statePair(sql`${placeholder('viewer')}`),
         total: total.n,
       })
       .from(page)
@@ -166,9 +187,17 @@ export function installationsRepository(database: Database, executor: Db = datab
       return inserted ?? null
     },
 
-    async find(teamId: string, id: string): Promise<InstallationDetail | undefined> {
-      const [row] = await detail().where(and(eq(i.teamId, teamId), eq(i.id, id)))
-      return row === undefined ? undefined : toDetail(row)
+    /** One installation, with the reported state `viewer` sees. */
+    async find(teamId: string, id: string, viewer = ''): Promise<InstallationDetail | undefined> {
+      const [row] = await db
+        .select({ ...detailColumns, state: statePair(viewer) })
+        .from(i)
+        .innerJoin(t.mcpServers, eq(t.mcpServers.id, i.serverId))
+        .innerJoin(t.mcpServerVersions, eq(t.mcpServerVersions.id, i.versionId))
+        .innerJoin(t.teams, eq(t.teams.id, i.teamId))
+        .leftJoin(t.satellites, eq(t.satellites.id, i.satelliteId))
+        .where(and(eq(i.teamId, teamId), eq(i.id, id)))
+      return row === undefined ? undefined : { ...toDetail(row), ...(row.state == null ? {} : { state: row.state }) }
     },
 
     /** Takes the installation's row for the rest of the transaction (PostgreSQL; SQLite transactions are serialized). */
@@ -188,7 +217,7 @@ export function installationsRepository(database: Database, executor: Db = datab
       const statement = (pageStatements[kind] ??= preparePage(kind))
       const params = { viewer, member: 'member' in scope ? scope.member : '', team: scope.team ?? '', limit, offset }
       const found = await statement.execute(params)
-      const rows = found.map((row) => toDetail(row))
+      const rows = found.map((row): InstallationDetail => ({ ...toDetail(row), ...(row.state == null ? {} : { state: row.state }) }))
       const values = found.flatMap((row) => [
         ...row.teamValues.map(([key, value]): SetValue => ({ installationId: row.installation.id, userId: null, key, value })),
         ...row.ownValues.map(([key, value]): SetValue => ({ installationId: row.installation.id, userId: viewer, key, value })),

@@ -92,6 +92,12 @@ export function satellitesRepository(database: Database, executor: Db = database
       return row ?? null
     },
 
+    /** Replaces the key secrets are sealed to; false when the satellite is gone. */
+    async setPublicKey(id: string, publicKey: string, now: Date): Promise<boolean> {
+      const rows = await db.update(satellites).set({ publicKey, updatedAt: now }).where(eq(satellites.id, id)).returning({ id: satellites.id })
+      return rows.length === 1
+    },
+
     /** Disables (a date) or enables (null) the satellite. */
     async setDisabled(id: string, disabledAt: Date | null, now: Date): Promise<SatelliteRow | null> {
       const [row] = await db.update(satellites).set({ disabledAt, updatedAt: now }).where(eq(satellites.id, id)).returning()

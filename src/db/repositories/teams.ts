@@ -1,6 +1,7 @@
 import { and, asc, count, eq, inArray, ne, sql } from 'drizzle-orm'
 import { slugCandidates, slugify } from '../../lib/slug.js'
 import { newId } from '../ids.js'
+import { desiredStamps } from './desired-stamps.js'
 import { rowReader } from '../row-reader.js'
 import type { Database, Db } from '../types.js'
 
@@ -140,6 +141,8 @@ export function teamsRepository(database: Database, executor: Db = database.db) 
     },
 
     async delete(teamId: string): Promise<void> {
+      // Its installations go with it: their satellites' documents change.
+      await desiredStamps(database, db).ofTeam(teamId)
       await db.delete(t.teams).where(eq(t.teams.id, teamId))
     },
 
@@ -196,6 +199,8 @@ export function teamsRepository(database: Database, executor: Db = database.db) 
     /** False when the user is a member already (the primary key decides). */
     async addMember(teamId: string, userId: string, role: TeamRole, now: Date): Promise<boolean> {
       const rows = await db.insert(t.teamMembers).values({ teamId, userId, role, joinedAt: now }).onConflictDoNothing().returning({ userId: t.teamMembers.userId })
+      // A new member may have an instance of their own in a per-user installation (once they set their values).
+      if (rows.length === 1) await desiredStamps(database, db).ofTeam(teamId)
       return rows.length === 1
     },
 
@@ -206,6 +211,8 @@ export function teamsRepository(database: Database, executor: Db = database.db) 
     /** Ends a membership, and with it the member's own values in the team's installations (a personal token leaves with its owner). */
     async removeMember(teamId: string, userId: string): Promise<void> {
       await db.delete(t.teamMembers).where(and(eq(t.teamMembers.teamId, teamId), eq(t.teamMembers.userId, userId)))
+      // A per-user installation's instance of the member goes: their satellites' documents change.
+      await desiredStamps(database, db).ofTeam(teamId)
       const values = t.mcpInstallationValues
       const teamInstallations = db.select({ id: t.mcpInstallations.id }).from(t.mcpInstallations).where(eq(t.mcpInstallations.teamId, teamId))
       await db.delete(values).where(and(eq(values.userId, userId), inArray(values.installationId, teamInstallations)))
@@ -223,6 +230,7 @@ export function teamsRepository(database: Database, executor: Db = database.db) 
     },
 
     async deleteDefaultOf(ownerId: string): Promise<void> {
+      await desiredStamps(database, db).ofMember(ownerId)
       await db.delete(t.teams).where(and(eq(t.teams.ownerId, ownerId), isDefaultTeam))
     },
   }

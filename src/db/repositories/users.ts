@@ -1,5 +1,6 @@
 import { and, count, desc, eq, isNotNull, or, sql, type SQL } from 'drizzle-orm'
 import type { Database, Db } from '../types.js'
+import { desiredStamps } from './desired-stamps.js'
 
 export type UserRow = Database['t']['users']['$inferSelect']
 export type NewUser = Database['t']['users']['$inferInsert']
@@ -109,6 +110,8 @@ export function usersRepository(database: Database, executor: Db = database.db) 
     },
 
     async delete(id: string): Promise<void> {
+      // Their memberships and own values go with them: the documents of the satellites running their teams' installations change.
+      await desiredStamps(database, db).ofMember(id)
       await db.delete(t.users).where(eq(t.users.id, id))
     },
 

@@ -15,7 +15,7 @@ export type AuditEventType =
   | 'catalogue.version_created' | 'catalogue.version_updated'
   | 'catalogue.servers_imported' | 'catalogue.registry_synced'
   | 'satellite.token_created' | 'satellite.token_revoked' | 'satellite.registered' | 'satellite.disabled'
-  | 'satellite.enabled' | 'satellite.deleted'
+  | 'satellite.enabled' | 'satellite.deleted' | 'satellite.public_key_changed'
   | 'installation.created' | 'installation.updated' | 'installation.values_set' | 'installation.my_values_set'
   | 'installation.restarted' | 'installation.deleted' | 'installation.placed' | 'installation.version_followed'
   | 'plugin.loaded' | 'plugin.item_deleted_by_moderator'

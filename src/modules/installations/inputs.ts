@@ -65,7 +65,7 @@ interface Candidate {
 }
 
 /** A package or remote brought to one reading, whatever source it came from. */
-interface Entries {
+export interface Entries {
   /** `packages[0]`, `remotes[1]`: the target as the source names it. */
   where: string
   environmentVariables: Json[]
@@ -81,12 +81,12 @@ interface Entries {
   environmentMember: 'environmentVariables' | 'environment_variables'
 }
 
-function packagesOf(source: InputSource): unknown[] {
+export function packagesOf(source: InputSource): unknown[] {
   if (source.from === 'catalogue') return source.packages
   return Array.isArray(source.document.packages) ? source.document.packages : []
 }
 
-function remotesOf(source: InputSource): unknown[] {
+export function remotesOf(source: InputSource): unknown[] {
   if (source.from === 'catalogue') return source.remotes
   return Array.isArray(source.document.remotes) ? source.document.remotes : []
 }
@@ -289,7 +289,8 @@ function candidatesOf(entries: Entries, transportWhere: string): Candidate[] {
   return [...env, ...runtime, ...packaged, ...headers, ...urlCandidates({ ...entries, where: transportWhere })]
 }
 
-function entriesOf(source: InputSource, target: InstallationTarget): { entries: Entries; transportWhere: string } | null {
+/** The entries of one target, or null when the version has no such target. */
+export function entriesOf(source: InputSource, target: InstallationTarget): { entries: Entries; transportWhere: string } | null {
   const list = target.kind === 'package' ? packagesOf(source) : remotesOf(source)
   const item = Number.isInteger(target.index) && target.index >= 0 ? list[target.index] : undefined
   if (!isObject(item)) return null

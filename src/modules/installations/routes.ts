@@ -166,8 +166,15 @@ export const installationRoutes: FastifyPluginAsyncTypebox = async (app) => {
       params: InstallationParams, response: { 200: ToolsEnvelope },
     },
   }, async (request) => {
-    await installations().exists(request.params.teamId, request.params.id)
-    return { success: true as const, data: { tools: [] } }
+    const tools = await installations().tools(request.params.teamId, request.params.id, actorOf(request))
+    return {
+      success: true as const,
+      data: {
+        tools: tools.map((tool) => ({
+          name: tool.name, title: tool.title ?? null, description: tool.description ?? null, input_schema: tool.input_schema, annotations: tool.annotations ?? null,
+        })),
+      },
+    }
   })
 
   app.get('/api/teams/:teamId/mcp/installations/:id/logs', {
@@ -183,9 +190,14 @@ export const installationRoutes: FastifyPluginAsyncTypebox = async (app) => {
     const caller = userCaller(request)
     const role = caller.role === 'global_admin' ? 'global_admin' : await app.services.teams.roleOf(caller.userId, teamId)
     const admin = role !== null && roleHas(role, 'team.installations.manage')
-    const view = await installations().get(teamId, id, actorOf(request))
-    if (!admin && view.instance_mode !== 'per_user') throw errors.forbidden({ required_permission: 'team.installations.manage' })
-    return { success: true as const, data: { logs: [], pagination: paginate(0, limit, offset) } }
+    const page = await installations().logs(teamId, id, actorOf(request), admin, limit, offset)
+    return {
+      success: true as const,
+      data: {
+        logs: page.rows.map((line) => ({ at: line.at.toISOString(), stream: line.stream, text: line.text, user_id: line.userId })),
+        pagination: paginate(page.total, limit, offset),
+      },
+    }
   })
 
   app.get('/api/users/me/mcp/installations', {

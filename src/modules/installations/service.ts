@@ -1,4 +1,7 @@
 import type { InstallationDetail, InstallationPage, InstallationPatch, InstallationRow, InstallationsRepository } from '../../db/repositories/installations.js'
+import type { DesiredStamps } from '../../db/repositories/desired-stamps.js'
+import type { ChannelRepository, InstanceLogRow } from '../../db/repositories/channel.js'
+import type { ReportedTool } from '../../formats/satellite-reports.js'
 import type { SatellitesRepository } from '../../db/repositories/satellites.js'
 import type { ServerRow } from '../../db/repositories/server-filters.js'
 import type { ServerVersionsRepository, VersionRow } from '../../db/repositories/server-versions.js'
@@ -55,6 +58,10 @@ export class InstallationService {
     versions: ServerVersionsRepository
     satellites: SatellitesRepository
     teams: TeamsRepository
+    /** Marks the satellites whose desired-state documents a write changes. */
+    stamps: DesiredStamps
+    /** What satellites reported of the instances: tools and log lines. */
+    channel: ChannelRepository
     box: ValueBox
     audit: AuditLog
     clock: Clock
@@ -77,7 +84,7 @@ export class InstallationService {
   }
 
   async get(teamId: string, id: string, actor: InstallationActor): Promise<InstallationView> {
-    const [view] = await this.views([await this.detail(teamId, id)], actor.userId)
+    const [view] = await this.views([await this.detail(teamId, id, actor.userId)], actor.userId)
     return view!
   }
 
@@ -130,6 +137,7 @@ export class InstallationService {
         : await this.insertWithFreeName(row, server.slug, tx)
       if (created === null) throw nameTaken(body.name!)
       await this.writeValues(tx, created.id, null, derived.inputs, body.values ?? {}, now)
+      await this.deps.stamps.with(tx).satellites([satelliteId])
       await audit.record('installation.created', {
         actorId: actor.userId, ip: actor.ip, target: created.id,
         details: {
@@ -176,6 +184,7 @@ export class InstallationService {
       if (updated === 'name_taken') throw nameTaken(body.name!)
       if (updated === null) throw errors.notFound('Installation')
       if (patch.inputs !== undefined) await this.reconcileValues(tx, id, patch.inputs)
+      await this.deps.stamps.with(tx).satellites([current.satelliteId, patch.satelliteId === undefined ? current.satelliteId : patch.satelliteId])
       await audit.record('installation.updated', {
         actorId: actor.userId, ip: actor.ip, target: id, details: { team_id: teamId, fields: Object.keys(body), ...(patch.satelliteId === undefined ? {} : { satellite_id: patch.satelliteId }) },
       }, tx)
@@ -191,6 +200,7 @@ export class InstallationService {
       if (problems.length > 0) throw errors.validation(problems)
       if (Object.keys(values).length === 0) return
       await this.writeValues(tx, id, null, current.inputs, values, this.now())
+      await this.deps.stamps.with(tx).satellites([current.satelliteId])
       await this.deps.installations.with(tx).update(id, {}, { respec: true, now: this.now() })
       await this.deps.audit.record('installation.values_set', {
         actorId: actor.userId, ip: actor.ip, target: id, details: { team_id: teamId, ...keysOf(values) },
@@ -210,6 +220,7 @@ export class InstallationService {
       if (problems.length > 0) throw errors.validation(problems)
       if (Object.keys(values).length === 0) return
       await this.writeValues(tx, id, actor.userId, current.inputs, values, this.now())
+      await this.deps.stamps.with(tx).satellites([current.satelliteId])
       await this.deps.installations.with(tx).update(id, {}, { respec: true, now: this.now() })
       await this.deps.audit.record('installation.my_values_set', {
         actorId: actor.userId, ip: actor.ip, target: id, details: { team_id: teamId, ...keysOf(values) },
@@ -223,6 +234,7 @@ export class InstallationService {
     await this.teamTransaction(teamId, async (tx) => {
       const current = await this.locked(teamId, id, tx)
       await this.deps.installations.with(tx).update(id, { restartGeneration: current.restartGeneration + 1 }, { respec: true, now: this.now() })
+      await this.deps.stamps.with(tx).satellites([current.satelliteId])
       await this.deps.audit.record('installation.restarted', { actorId: actor.userId, ip: actor.ip, target: id, details: { team_id: teamId, restart_generation: current.restartGeneration + 1 } }, tx)
     })
     return this.get(teamId, id, actor)
@@ -234,15 +246,34 @@ export class InstallationService {
       await this.locked(teamId, id, tx)
       const row = await this.deps.installations.with(tx).delete(id)
       if (row === null) throw errors.notFound('Installation')
+      await this.deps.stamps.with(tx).satellites([row.satelliteId])
       await this.deps.audit.record('installation.deleted', {
         actorId: actor.userId, ip: actor.ip, target: id, details: { team_id: teamId, name: row.name, server_id: row.serverId },
       }, tx)
     })
   }
 
-  /** Checks the installation exists for the tools and logs reads (which satellites' reports fill). */
-  async exists(teamId: string, id: string): Promise<void> {
+  /**
+   * The tools its satellite reported: of the shared instance, or of the caller's own instance of a
+   * per-user installation (else of the member's instance reported last: the same server at the
+   * same version serves the same tools).
+   */
+  async tools(teamId: string, id: string, actor: InstallationActor): Promise<ReportedTool[]> {
     await this.detail(teamId, id)
+    const states = await this.deps.channel.allStatesOf(id)
+    const seen = states.find((state) => state.userId === null || state.userId === actor.userId) ?? states[0]
+    return seen?.tools ?? []
+  }
+
+  /**
+   * Log lines, newest first: every instance's for the team's admins; a member who is not one reads
+   * only the lines of their own instance of a per-user installation (403 for a shared one).
+   */
+  async logs(teamId: string, id: string, actor: InstallationActor, admin: boolean, limit: number, offset: number): Promise<{ rows: InstanceLogRow[]; total: number }> {
+    const detail = await this.detail(teamId, id)
+    const perUser = detail.installation.inputs.some((input) => input.scope === 'user')
+    if (!admin && !perUser) throw errors.forbidden({ required_permission: 'team.installations.manage' })
+    return this.deps.channel.logsOf(id, admin ? null : actor.userId, limit, offset)
   }
 
   // Hooks of other parts
@@ -258,6 +289,7 @@ export class InstallationService {
       await database.transaction(async (tx) => {
         const satelliteId = await this.automaticPlacement(row.teamId, tx)
         if (satelliteId !== null && (await installations.with(tx).place(row.id, satelliteId, this.now()))) {
+          await this.deps.stamps.with(tx).satellites([satelliteId])
           await this.deps.audit.record('installation.placed', { target: row.id, details: { team_id: row.teamId, satellite_id: satelliteId } }, tx)
         }
       })
@@ -282,6 +314,9 @@ export class InstallationService {
    */
   async followLatest(serverId: string, tx: Db): Promise<void> {
     const { installations, versions, servers, audit } = this.deps
+    // The server's stored versions changed (an import may refresh the document of a version that
+    // runs): the documents of the satellites running it are built again.
+    await this.deps.stamps.with(tx).ofServer(serverId)
     const tracking = await installations.with(tx).trackingLatest(serverId)
     if (tracking.length === 0) return
     const latest = await versions.with(tx).latest(serverId)
@@ -324,11 +359,11 @@ export class InstallationService {
   private pageViews({ rows, values }: Pick<InstallationPage, 'rows' | 'values'>): InstallationView[] {
     const byInstallation = groupValues(values)
     const silentSince = new Date(this.deps.clock.now() - OFFLINE_AFTER_MS)
-    return rows.map((row) => installationView(row, byInstallation.get(row.installation.id), silentSince))
+    return rows.map((row) => installationView(row, byInstallation.get(row.installation.id), silentSince, row.state))
   }
 
-  private async detail(teamId: string, id: string): Promise<InstallationDetail> {
-    const detail = await this.deps.installations.find(teamId, id)
+  private async detail(teamId: string, id: string, viewer?: string): Promise<InstallationDetail> {
+    const detail = await this.deps.installations.find(teamId, id, viewer)
     if (detail === undefined) throw errors.notFound('Installation')
     return detail
   }

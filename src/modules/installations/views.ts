@@ -1,4 +1,5 @@
 import type { InstallationDetail, SetValue } from '../../db/repositories/installations.js'
+import type { ReportedState } from '../../formats/satellite-reports.js'
 import type { InstallationInput } from '../../formats/installation-inputs.js'
 import type { InstallationView } from './schemas.js'
 
@@ -30,6 +31,8 @@ export function groupValues(rows: readonly SetValue[]): Map<string, ValuesForCal
 
 const NO_VALUES: ValuesForCaller = { team: new Map(), own: new Map() }
 
+export type { ReportedState }
+
 /** An input as the API shows it; the value only when it is not a secret (`showOwn`: the caller's own value of a user input). */
 export function inputView(input: InstallationInput, set: SetValue | undefined): InputView {
   const view: InputView = {
@@ -58,7 +61,7 @@ export function missingInputs(inputs: readonly InstallationInput[], values: Valu
 const listed = (keys: string[]): string => keys.join(', ')
 
 /** The status and its reason, in the order that decides: configuration, the team's wish, placement, the satellite. */
-export function statusOf(detail: InstallationDetail, missing: { team: string[]; own: string[] }, silentSince: Date): { status: Status; reason: string } {
+export function statusOf(detail: InstallationDetail, missing: { team: string[]; own: string[] }, silentSince: Date, state?: ReportedState): { status: Status; reason: string } {
   const { installation, satellite } = detail
   if (missing.team.length > 0) return { status: 'needs_config', reason: `A team admin must set ${listed(missing.team)} (PUT …/values).` }
   if (missing.own.length > 0) return { status: 'needs_config', reason: `You have not set your own ${listed(missing.own)} (PUT …/my-values).` }
@@ -72,7 +75,11 @@ export function statusOf(detail: InstallationDetail, missing: { team: string[]; 
   if (satellite.lastHeartbeatAt === null || satellite.lastHeartbeatAt.getTime() < silentSince.getTime()) {
     return { status: 'unknown', reason: `Its satellite ${satellite.name} has not reported for over 90 seconds; what runs there is not known.` }
   }
-  return { status: 'pending', reason: `Waiting for its satellite ${satellite.name} to pick up revision ${installation.specRevision}.` }
+  if (state === undefined || state.specRevision !== installation.specRevision) {
+    return { status: 'pending', reason: `Waiting for its satellite ${satellite.name} to pick up revision ${installation.specRevision}.` }
+  }
+  const said = state.message === null || state.message === '' ? '' : `: ${state.message}`
+  return { status: state.phase, reason: `Its satellite ${satellite.name} reports ${state.phase}${said}.` }
 }
 
 /** `<satellite_url>/mcp/<installation id>`, once placed on a satellite that has a URL. */
@@ -82,11 +89,11 @@ export function endpointOf(detail: InstallationDetail): string | null {
   return `${url.replace(/\/+$/, '')}/mcp/${detail.installation.id}`
 }
 
-export function installationView(detail: InstallationDetail, values: ValuesForCaller | undefined, silentSince: Date): InstallationView {
+export function installationView(detail: InstallationDetail, values: ValuesForCaller | undefined, silentSince: Date, state?: ReportedState): InstallationView {
   const { installation } = detail
   const mine = values ?? NO_VALUES
   const missing = missingInputs(installation.inputs, mine)
-  const { status, reason } = statusOf(detail, missing, silentSince)
+  const { status, reason } = statusOf(detail, missing, silentSince, state)
   return {
     id: installation.id,
     team_id: installation.teamId,
@@ -103,7 +110,7 @@ export function installationView(detail: InstallationDetail, values: ValuesForCa
     status,
     status_reason: reason,
     endpoint_url: endpointOf(detail),
-    tools_count: 0,
+    tools_count: state?.toolsCount ?? 0,
     spec_revision: installation.specRevision,
     created_by: installation.createdBy,
     created_at: installation.createdAt.toISOString(),

@@ -8,6 +8,8 @@ import type { Database } from '../../db/types.js'
 import { errors } from '../../http/errors.js'
 import type { Clock } from '../../lib/clock.js'
 import { randomToken, type Digester } from '../../lib/tokens.js'
+import { desiredStamps } from '../../db/repositories/desired-stamps.js'
+import { isUsablePublicKey } from './sealing.js'
 import type { AuditLog } from '../audit/service.js'
 import { mayActOn, type SatelliteActor } from './actor.js'
 import { invalidRegistrationToken, rowRefusal } from './registration-tokens.js'
@@ -72,6 +74,9 @@ export class SatelliteService {
       satelliteUrl: input.satellite_url === undefined ? null : checkSatelliteUrl(input.satellite_url), publicKey: input.public_key ?? null,
       systemInfo: input.system_info ?? null, registeredAt: now, updatedAt: now,
     }
+    if (input.public_key !== undefined && !(await isUsablePublicKey(input.public_key))) {
+      throw errors.validation([{ field: 'public_key', message: 'is not an X25519 public key', in: 'body' }])
+    }
     const satellite = await database.transaction(async (tx) => {
       const rows = satellites.with(tx)
       // A concurrent registration may create or delete the name between our read and write: read again.
@@ -90,6 +95,8 @@ export class SatelliteService {
           })
           : await rows.reRegister(existing.id, details)
         if (row === null) continue
+        // A satellite registering again may bring a new key or URL: its document is sealed and addressed anew.
+        if (existing !== undefined) await desiredStamps(database, tx).satellites([row.id])
         if (!(await tokens.with(tx).spend(token.tokenId, row.id, now))) {
           throw invalidRegistrationToken(rowRefusal(await tokens.with(tx).find(token.tokenId), now) ?? 'used')
         }

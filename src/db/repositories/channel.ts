@@ -1,0 +1,137 @@
+import { and, asc, desc, eq, inArray, isNull, lt, or, sql } from 'drizzle-orm'
+import type { ReportedTool } from '../../formats/satellite-reports.js'
+import type { Database, Db } from '../types.js'
+import type { InstallationRow, ValueRow } from './installations.js'
+import type { ServerRow } from './server-filters.js'
+import type { VersionRow } from './server-versions.js'
+
+export type InstanceStateRow = Database['t']['mcpInstanceStates']['$inferSelect']
+export type InstanceLogRow = Database['t']['mcpInstanceLogs']['$inferSelect']
+
+/** What a satellite's document is built from: its installations with their server and version. */
+export interface PlacedInstallation {
+  installation: InstallationRow
+  server: Pick<ServerRow, 'id' | 'slug' | 'packages' | 'remotes' | 'transportType'>
+  version: Pick<VersionRow, 'id' | 'version' | 'serverJson' | 'packages' | 'remotes'>
+}
+
+/** The satellite facts a document depends on. */
+export interface SatelliteFacts {
+  id: string
+  publicKey: string | null
+  desiredStamp: number
+  disabledAt: Date | null
+}
+
+/** How many log lines are kept per instance; older ones are deleted as new ones come. */
+export const LOG_LINES_KEPT = 1000
+
+export type ChannelRepository = ReturnType<typeof channelRepository>
+
+/** The satellite control channel's reads and writes: documents' sources, reported states, tools and logs. */
+export function channelRepository(database: Database, executor: Db = database.db) {
+  const { t } = database
+  const db = executor
+  const s = t.satellites
+  const i = t.mcpInstallations
+  const states = t.mcpInstanceStates
+  const logs = t.mcpInstanceLogs
+
+  return {
+    with: (tx: Db) => channelRepository(database, tx),
+
+    /** The stamp and key of a satellite; undefined when it is gone. */
+    async satellite(id: string): Promise<SatelliteFacts | undefined> {
+      const [row] = await db.select({ id: s.id, publicKey: s.publicKey, desiredStamp: s.desiredStamp, disabledAt: s.disabledAt }).from(s).where(eq(s.id, id))
+      return row
+    },
+
+    /** The stamp alone: the one read a kept document costs while change notifications are down. */
+    async stamp(id: string): Promise<number | undefined> {
+      const [row] = await db.select({ stamp: s.desiredStamp }).from(s).where(eq(s.id, id))
+      return row?.stamp
+    },
+
+    async placedOn(satelliteId: string): Promise<PlacedInstallation[]> {
+      return db
+        .select({
+          installation: i,
+          server: { id: t.mcpServers.id, slug: t.mcpServers.slug, packages: t.mcpServers.packages, remotes: t.mcpServers.remotes, transportType: t.mcpServers.transportType },
+          version: { id: t.mcpServerVersions.id, version: t.mcpServerVersions.version, serverJson: t.mcpServerVersions.serverJson, packages: t.mcpServerVersions.packages, remotes: t.mcpServerVersions.remotes },
+        })
+        .from(i)
+        .innerJoin(t.mcpServers, eq(t.mcpServers.id, i.serverId))
+        .innerJoin(t.mcpServerVersions, eq(t.mcpServerVersions.id, i.versionId))
+        .where(eq(i.satelliteId, satelliteId))
+        .orderBy(asc(i.id))
+    },
+
+    /** Every value of these installations, sealed text included (to build documents). */
+    async valuesOf(installationIds: readonly string[]): Promise<ValueRow[]> {
+      if (installationIds.length === 0) return []
+      return db.select().from(t.mcpInstallationValues).where(inArray(t.mcpInstallationValues.installationId, [...installationIds]))
+    },
+
+    /** The members of these teams, by team. */
+    async membersOf(teamIds: readonly string[]): Promise<Map<string, string[]>> {
+      const members = new Map<string, string[]>()
+      if (teamIds.length === 0) return members
+      const rows = await db
+        .select({ teamId: t.teamMembers.teamId, userId: t.teamMembers.userId })
+        .from(t.teamMembers)
+        .where(inArray(t.teamMembers.teamId, [...teamIds]))
+        .orderBy(asc(t.teamMembers.userId))
+      for (const row of rows) members.set(row.teamId, [...(members.get(row.teamId) ?? []), row.userId])
+      return members
+    },
+
+    /** Records a reported phase (the tools reported earlier stay). */
+    async putPhase(row: Omit<InstanceStateRow, 'tools'>): Promise<void> {
+      const { instanceId, ...rest } = row
+      await db.insert(states).values({ ...row, tools: [] }).onConflictDoUpdate({ target: states.instanceId, set: rest })
+    },
+
+    /** Replaces the reported tools (a state row is made if the instance had none yet). */
+    async putTools(row: Omit<InstanceStateRow, 'phase' | 'message' | 'startedAt'>): Promise<void> {
+      await db.insert(states).values({ ...row, phase: 'starting', message: null, startedAt: null }).onConflictDoUpdate({
+        target: states.instanceId, set: { tools: row.tools, reportedAt: row.reportedAt, satelliteId: row.satelliteId },
+      })
+    },
+
+    /** The reported states of these installations that `viewer` may see: the shared instance's and the viewer's own. */
+    async statesOf(installationIds: readonly string[], viewer: string | null): Promise<InstanceStateRow[]> {
+      if (installationIds.length === 0) return []
+      const whose = viewer === null ? isNull(states.userId) : or(isNull(states.userId), eq(states.userId, viewer))
+      return db.select().from(states).where(and(inArray(states.installationId, [...installationIds]), whose))
+    },
+
+    /** Every reported state of an installation, most recent first. */
+    async allStatesOf(installationId: string): Promise<InstanceStateRow[]> {
+      return db.select().from(states).where(eq(states.installationId, installationId)).orderBy(desc(states.reportedAt))
+    },
+
+    /** Appends lines, then deletes the instance's lines beyond the newest LOG_LINES_KEPT. */
+    async appendLogs(instanceId: string, lines: InstanceLogRow[]): Promise<void> {
+      if (lines.length === 0) return
+      await db.insert(logs).values(lines)
+      const [oldestKept] = await db
+        .select({ id: logs.id })
+        .from(logs)
+        .where(eq(logs.instanceId, instanceId))
+        .orderBy(desc(logs.id))
+        .limit(1)
+        .offset(LOG_LINES_KEPT - 1)
+      if (oldestKept !== undefined) await db.delete(logs).where(and(eq(logs.instanceId, instanceId), lt(logs.id, oldestKept.id)))
+    },
+
+    /** An installation's lines, newest first: all of them, or one member's own instance's. */
+    async logsOf(installationId: string, userId: string | null, limit: number, offset: number): Promise<{ rows: InstanceLogRow[]; total: number }> {
+      const where = userId === null ? eq(logs.installationId, installationId) : and(eq(logs.installationId, installationId), eq(logs.userId, userId))
+      const [rows, [total]] = await Promise.all([
+        db.select().from(logs).where(where).orderBy(desc(logs.id)).limit(limit).offset(offset),
+        db.select({ n: sql<number>`count(*)`.mapWith(Number) }).from(logs).where(where),
+      ])
+      return { rows, total: total?.n ?? 0 }
+    },
+  }
+}

@@ -1,0 +1,132 @@
+import type { ChangeFeed } from '../../db/changes.js'
+import type { ChannelRepository } from '../../db/repositories/channel.js'
+import type { ValueBox } from '../installations/sealed-values.js'
+import { buildDocument, type BuiltDocument } from './documents.js'
+
+/** The longest a satellite's request is held while its document does not change. */
+export const MAX_WAIT_SECONDS = 30
+/** While change notifications are down, a held request looks at the stamp this often instead. */
+const DOWN_RECHECK_MS = 1_000
+const TOPIC_PREFIX = 'satellite:'
+
+export type Answer = { kind: 'document'; built: BuiltDocument } | { kind: 'unchanged'; etag: string } | { kind: 'gone' }
+
+/**
+ * The satellites' desired-state documents: each built once per change and kept in memory, and the
+ * long-polls that wait for one to change.
+ *
+ * A kept document is current exactly while the satellite's `desired_stamp` is, and every change
+ * moves the stamp and sends a notification in its transaction. While notifications are received,
+ * a kept document is served with no query at all and dropped when its satellite's notification
+ * comes (also a change made on another instance). While they are not (the listening connection
+ * is down), nothing kept is trusted without reading the stamp again: the documents are dropped
+ * when the feed goes down, and each request compares the stamp (one indexed read) before using
+ * one. A build that a notification overtakes is not kept: each satellite has a generation that
+ * every notification moves, and so does every change of the feed's state.
+ *
+ * Held requests cost a timer and a callback each, never a database connection.
+ */
+export class DesiredStates {
+  private readonly kept = new Map<string, BuiltDocument>()
+  private readonly generations = new Map<string, number>()
+  private feedGeneration = 0
+  private readonly waiters = new Map<string, Set<() => void>>()
+  private closing = false
+  private readonly unsubscribe: Array<() => void>
+
+  constructor(private readonly deps: { feed: ChangeFeed; channel: ChannelRepository; box: ValueBox; specKey: Buffer }) {
+    this.unsubscribe = [
+      deps.feed.subscribe((topic) => {
+        if (topic.startsWith(TOPIC_PREFIX)) this.changed(topic.slice(TOPIC_PREFIX.length))
+      }),
+      deps.feed.onStatus(() => {
+        this.feedGeneration++
+        this.kept.clear()
+        this.wakeAll()
+      }),
+    ]
+  }
+
+  /**
+   * The satellite's document, or `unchanged` while its ETag equals `ifNoneMatch` — held up to
+   * `waitSeconds` for a change first. `gone` when the satellite no longer exists.
+   */
+  async answer(satelliteId: string, ifNoneMatch: string | undefined, waitSeconds: number, aborted: () => boolean): Promise<Answer> {
+    const deadline = Date.now() + Math.min(waitSeconds, MAX_WAIT_SECONDS) * 1000
+    for (;;) {
+      const built = await this.current(satelliteId)
+      if (built === undefined) return { kind: 'gone' }
+      if (ifNoneMatch === undefined || !etagMatches(ifNoneMatch, built.etag)) return { kind: 'document', built }
+      const left = deadline - Date.now()
+      if (left <= 0 || this.closing || aborted()) return { kind: 'unchanged', etag: built.etag }
+      await this.wait(satelliteId, this.deps.feed.up ? left : Math.min(left, DOWN_RECHECK_MS))
+    }
+  }
+
+  /** The current document (built, or kept while it is current); undefined when the satellite is gone. */
+  async current(satelliteId: string): Promise<BuiltDocument | undefined> {
+    const { feed, channel } = this.deps
+    const kept = this.kept.get(satelliteId)
+    if (kept !== undefined && feed.up) return kept
+    const generation = this.generationOf(satelliteId)
+    const feedGeneration = this.feedGeneration
+    const satellite = await channel.satellite(satelliteId)
+    if (satellite === undefined) return undefined
+    if (kept !== undefined && kept.stamp === satellite.desiredStamp) return kept
+    const built = await buildDocument(this.deps, satellite)
+    if (generation === this.generationOf(satelliteId) && feedGeneration === this.feedGeneration) this.kept.set(satelliteId, built)
+    return built
+  }
+
+  /** How many requests are held now (metrics, tests). */
+  get held(): number {
+    let count = 0
+    for (const set of this.waiters.values()) count += set.size
+    return count
+  }
+
+  /** Answers every held request now (the service is closing) and stops listening. */
+  close(): void {
+    this.closing = true
+    for (const unsubscribe of this.unsubscribe) unsubscribe()
+    this.wakeAll()
+  }
+
+  private changed(satelliteId: string): void {
+    this.generations.set(satelliteId, this.generationOf(satelliteId) + 1)
+    this.kept.delete(satelliteId)
+    const waiting = this.waiters.get(satelliteId)
+    if (waiting !== undefined) for (const wake of [...waiting]) wake()
+  }
+
+  private generationOf(satelliteId: string): number {
+    return this.generations.get(satelliteId) ?? 0
+  }
+
+  private wait(satelliteId: string, ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      let set = this.waiters.get(satelliteId)
+      if (set === undefined) this.waiters.set(satelliteId, (set = new Set()))
+      const wake = () => {
+        clearTimeout(timer)
+        set.delete(wake)
+        if (set.size === 0 && this.waiters.get(satelliteId) === set) this.waiters.delete(satelliteId)
+        resolve()
+      }
+      const timer = setTimeout(wake, ms)
+      set.add(wake)
+    })
+  }
+
+  private wakeAll(): void {
+    for (const set of [...this.waiters.values()]) for (const wake of [...set]) wake()
+  }
+}
+
+/** `If-None-Match` holds one ETag or a list of them (RFC 9110, section 13.1.2); `*` matches any. */
+function etagMatches(header: string, etag: string): boolean {
+  return header.split(',').some((candidate) => {
+    const trimmed = candidate.trim()
+    return trimmed === '*' || trimmed === etag || trimmed === `W/${etag}`
+  })
+}

@@ -1,0 +1,146 @@
+import { createHash, createHmac } from 'node:crypto'
+import type { ChannelRepository, PlacedInstallation } from '../../db/repositories/channel.js'
+import type { ValueRow } from '../../db/repositories/installations.js'
+import { inputSourceOf } from '../installations/inputs.js'
+import { resolveLaunch, type Launch } from '../installations/launch.js'
+import type { ValueBox } from '../installations/sealed-values.js'
+import { sealerFor } from '../satellites/sealing.js'
+
+/**
+ * A satellite's desired-state document: every instance it must run, complete. Built from the
+ * database (the installations placed on the satellite, their versions, values and teams), with
+ * secret values decrypted only here and sealed at once to the satellite's public key.
+ */
+
+/** How often a satellite is told to come back when it does not hold its request open. */
+export const POLL_INTERVAL_SECONDS = 30
+
+export interface InstanceDocument {
+  instance_id: string
+  installation_id: string
+  team_id: string
+  user_id: string | null
+  name: string
+  endpoint_path: string
+  desired: 'running' | 'stopped'
+  spec_hash: string
+  restart_generation: number
+  launch: Launch
+  secrets: Array<{ target: string; sealed: string }>
+  disabled_tools: string[]
+}
+
+export interface DesiredDocument {
+  revision: string
+  poll_interval_seconds: number
+  instances: InstanceDocument[]
+}
+
+/** What the backend keeps of an instance besides the document: to accept reports and mask logs. */
+export interface InstanceFacts {
+  installationId: string
+  userId: string | null
+  specHash: string
+  /** The installation's spec_revision the spec was built from. */
+  specRevision: number
+  /** The instance's secret values in the clear, to mask them in its log lines; never sent or logged. */
+  secretValues: string[]
+}
+
+export interface BuiltDocument {
+  stamp: number
+  document: DesiredDocument
+  etag: string
+  instances: Map<string, InstanceFacts>
+}
+
+/** The id of an instance: the installation's for its shared instance, with the member's for one of their own. */
+export const instanceIdOf = (installationId: string, userId: string | null): string => (userId === null ? installationId : `${installationId}.${userId}`)
+
+/**
+ * Builds a document. The spec hash of an instance is an HMAC (keyed by ENCRYPTION_SECRET) over
+ * everything it runs, secret values included: it changes when a secret does, yet says nothing
+ * about one. The revision is a hash of the instances' ids and spec hashes, so it changes exactly
+ * when what the satellite must run does — sealing is randomized, so the sealed text differs
+ * between two builds of the same revision.
+ */
+export async function buildDocument(
+  deps: { channel: ChannelRepository; box: ValueBox; specKey: Buffer },
+  satellite: { id: string; publicKey: string | null; desiredStamp: number },
+): Promise<BuiltDocument> {
+  const placed = await deps.channel.placedOn(satellite.id)
+  const ids = placed.map((row) => row.installation.id)
+  const [values, members] = await Promise.all([
+    deps.channel.valuesOf(ids),
+    deps.channel.membersOf([...new Set(placed.map((row) => row.installation.teamId))]),
+  ])
+  const byInstallation = new Map<string, ValueRow[]>()
+  for (const row of values) byInstallation.set(row.installationId, [...(byInstallation.get(row.installationId) ?? []), row])
+  const sealer = satellite.publicKey === null ? null : await sealerFor(satellite.publicKey)
+  const instances: InstanceDocument[] = []
+  const facts = new Map<string, InstanceFacts>()
+  for (const row of placed) {
+    for (const built of instancesOf(row, byInstallation.get(row.installation.id) ?? [], members.get(row.installation.teamId) ?? [], deps)) {
+      // A satellite without a key is given no instance that has secrets (they could not reach it sealed).
+      if (built.secrets.length > 0 && sealer === null) continue
+      const sealed = []
+      for (const secret of built.secrets) sealed.push({ target: secret.target, sealed: await sealer!.seal(built.document.instance_id, secret.target, secret.value) })
+      instances.push({ ...built.document, secrets: sealed })
+      facts.set(built.document.instance_id, {
+        installationId: row.installation.id, userId: built.document.user_id, specHash: built.document.spec_hash,
+        specRevision: row.installation.specRevision, secretValues: built.secrets.map((secret) => secret.value),
+      })
+    }
+  }
+  const revision = createHash('sha256').update(JSON.stringify(instances.map((instance) => [instance.instance_id, instance.spec_hash]))).digest('base64url').slice(0, 27)
+  return {
+    stamp: satellite.desiredStamp,
+    document: { revision, poll_interval_seconds: POLL_INTERVAL_SECONDS, instances },
+    etag: `"${revision}"`,
+    instances: facts,
+  }
+}
+
+interface BuiltInstance {
+  document: Omit<InstanceDocument, 'secrets'>
+  secrets: Array<{ target: string; value: string }>
+}
+
+/**
+ * The instances of one installation: one shared instance, or one per member who set every
+ * required input of their own. None while a required team input is unset (it could not start).
+ */
+function instancesOf(placed: PlacedInstallation, values: ValueRow[], members: string[], deps: { box: ValueBox; specKey: Buffer }): BuiltInstance[] {
+  const { installation, server, version } = placed
+  const plain = (row: ValueRow): string => (row.sealed === null ? row.value ?? '' : deps.box.open(row.sealed, { installationId: row.installationId, userId: row.userId, key: row.key }))
+  const team = new Map(values.filter((row) => row.userId === null).map((row) => [row.key, plain(row)]))
+  const required = installation.inputs.filter((input) => input.required && input.default === undefined)
+  if (required.some((input) => input.scope === 'team' && !team.has(input.key))) return []
+  const perUser = installation.inputs.some((input) => input.scope === 'user')
+  const owners: Array<string | null> = perUser ? members : [null]
+  const source = inputSourceOf({ serverJson: version.serverJson, packages: version.packages ?? server.packages, remotes: version.remotes ?? server.remotes })
+  const built: BuiltInstance[] = []
+  for (const userId of owners) {
+    const mine = new Map(team)
+    if (userId !== null) {
+      for (const row of values) if (row.userId === userId) mine.set(row.key, plain(row))
+      if (required.some((input) => input.scope === 'user' && !mine.has(input.key))) continue
+    }
+    const resolved = resolveLaunch(source, { kind: installation.targetKind, index: installation.targetIndex }, installation.transport, installation.inputs, mine)
+    const instanceId = instanceIdOf(installation.id, userId)
+    const spec = {
+      instance_id: instanceId, launch: resolved.launch, desired: installation.desired, restart_generation: installation.restartGeneration,
+      secrets: [...resolved.secrets].sort((a, b) => (a.target < b.target ? -1 : 1)).map((secret) => [secret.target, secret.value]),
+    }
+    built.push({
+      document: {
+        instance_id: instanceId, installation_id: installation.id, team_id: installation.teamId, user_id: userId, name: installation.name,
+        endpoint_path: `/mcp/${installation.id}`, desired: installation.desired,
+        spec_hash: createHmac('sha256', deps.specKey).update(JSON.stringify(spec)).digest('base64url'),
+        restart_generation: installation.restartGeneration, launch: resolved.launch, disabled_tools: [],
+      },
+      secrets: resolved.secrets,
+    })
+  }
+  return built
+}

@@ -1,0 +1,100 @@
+import type { ChannelRepository, InstanceLogRow } from '../../db/repositories/channel.js'
+import { newId } from '../../db/ids.js'
+import type { ReportedTool } from '../../formats/satellite-reports.js'
+import { errors } from '../../http/errors.js'
+import type { Clock } from '../../lib/clock.js'
+import type { InstanceFacts } from './documents.js'
+import type { DesiredStates } from './desired-states.js'
+
+export type Phase = 'starting' | 'running' | 'degraded' | 'failed' | 'stopped'
+
+export interface ObservedInstance {
+  instance_id: string
+  spec_hash: string
+  phase: Phase
+  message?: string
+  started_at?: string
+}
+
+export interface LogLine {
+  at: string
+  stream: 'stdout' | 'stderr' | 'event'
+  text: string
+}
+
+/** What replaces a secret value in a stored log line. */
+export const MASK = '[secret]'
+/** Values shorter than this are not masked: they would blot out ordinary words, and no real secret is that short. */
+const SHORTEST_MASKED = 4
+
+/**
+ * What satellites report: phases, tools and log lines of the instances placed on them. A report is
+ * taken only about an instance of the satellite's current document — not another satellite's,
+ * not one it no longer runs — and a phase only for the spec that is current: a late report about
+ * a spec that changed since says nothing about what runs now.
+ */
+export class ChannelReports {
+  constructor(private readonly deps: { channel: ChannelRepository; documents: DesiredStates; clock: Clock }) {}
+
+  async observed(satelliteId: string, instances: ObservedInstance[]): Promise<{ accepted: number; ignored: number }> {
+    const current = await this.instancesOf(satelliteId)
+    let accepted = 0
+    const now = this.now()
+    for (const report of instances) {
+      const facts = current.get(report.instance_id)
+      if (facts === undefined || facts.specHash !== report.spec_hash) continue
+      await this.deps.channel.putPhase({
+        instanceId: report.instance_id, installationId: facts.installationId, userId: facts.userId, satelliteId,
+        specRevision: facts.specRevision, specHash: facts.specHash, phase: report.phase, message: report.message ?? null,
+        startedAt: report.started_at === undefined ? null : new Date(report.started_at), reportedAt: now,
+      })
+      accepted++
+    }
+    return { accepted, ignored: instances.length - accepted }
+  }
+
+  async tools(satelliteId: string, instanceId: string, tools: ReportedTool[]): Promise<number> {
+    const facts = await this.placed(satelliteId, instanceId)
+    await this.deps.channel.putTools({
+      instanceId, installationId: facts.installationId, userId: facts.userId, satelliteId, specRevision: facts.specRevision,
+      specHash: facts.specHash, tools, reportedAt: this.now(),
+    })
+    return tools.length
+  }
+
+  /** Stores lines with the instance's own secret values masked first. */
+  async logs(satelliteId: string, instanceId: string, lines: LogLine[]): Promise<number> {
+    const facts = await this.placed(satelliteId, instanceId)
+    const secrets = facts.secretValues.filter((value) => value.length >= SHORTEST_MASKED).sort((a, b) => b.length - a.length)
+    const rows: InstanceLogRow[] = lines.map((line) => ({
+      id: newId(), instanceId, installationId: facts.installationId, userId: facts.userId, at: new Date(line.at), stream: line.stream,
+      text: mask(line.text, secrets),
+    }))
+    await this.deps.channel.appendLogs(instanceId, rows)
+    return rows.length
+  }
+
+  private async instancesOf(satelliteId: string): Promise<Map<string, InstanceFacts>> {
+    const built = await this.deps.documents.current(satelliteId)
+    if (built === undefined) throw errors.unauthorized()
+    return built.instances
+  }
+
+  /** An instance of the satellite's current document; 404 otherwise (another satellite's, or one it no longer runs). */
+  private async placed(satelliteId: string, instanceId: string): Promise<InstanceFacts> {
+    const facts = (await this.instancesOf(satelliteId)).get(instanceId)
+    if (facts === undefined) throw errors.notFound('Instance')
+    return facts
+  }
+
+  private now(): Date {
+    return new Date(this.deps.clock.now())
+  }
+}
+
+/** Every occurrence of each secret replaced, longest first (a secret containing another is masked whole). */
+export function mask(text: string, secrets: readonly string[]): string {
+  let masked = text
+  for (const secret of secrets) masked = masked.split(secret).join(MASK)
+  return masked
+}

@@ -1,0 +1,100 @@
+import { Type } from 'typebox'
+import { Nullable, Ok } from '../../http/envelope.js'
+
+const closed = { additionalProperties: false } as const
+const Id = Type.String({ minLength: 1, maxLength: 100 })
+const Timestamp = Type.String({ format: 'date-time' })
+const StringMap = Type.Record(Type.String(), Type.String())
+
+export const SatelliteParams = Type.Object({ id: Id }, closed)
+export const InstanceParams = Type.Object({ id: Id, instanceId: Type.String({ minLength: 1, maxLength: 200 }) }, closed)
+
+export const DesiredStateQuery = Type.Object({
+  wait: Type.Optional(Type.Integer({
+    minimum: 0, maximum: 30,
+    description: 'Seconds to hold the request while the document still has the ETag sent in `If-None-Match` (long-poll); 0 or absent answers at once.',
+  })),
+}, closed)
+
+const LaunchArg = Type.Union([
+  Type.String(),
+  Type.Object({ secret: Type.String({ description: 'The `arg:<key>` target in `secrets` whose unsealed value goes in this slot.' }) }, closed),
+], { description: 'One argv entry (never a shell line): a word, or the slot of a secret value.' })
+
+const PackageLaunch = Type.Object({
+  kind: Type.Literal('package'),
+  registry_type: Type.String({ description: '`npm`, `pypi`, `oci`, `docker`, `nuget` or `mcpb`.' }),
+  identifier: Type.String(),
+  version: Nullable(Type.String()),
+  runtime_hint: Nullable(Type.String({ description: 'As the server.json gives it (`npx`, `uvx`, `docker`…); null when it gives none.' })),
+  runtime_args: Type.Array(LaunchArg, { description: "Arguments for the runtime (before the package)." }),
+  package_args: Type.Array(LaunchArg, { description: 'Arguments for the package itself.' }),
+  env: Type.Record(Type.String(), Type.String(), { description: 'Environment variables with non-secret values; secret ones are in `secrets` (`env:NAME`).' }),
+  transport: Type.Object({ type: Type.String(), url: Type.Optional(Type.String()), headers: Type.Optional(StringMap) }),
+})
+const RemoteLaunch = Type.Object({
+  kind: Type.Literal('remote'),
+  url: Type.String({ description: 'Template variables resolved, percent-encoded; a secret one stays as `{name}` and is in `secrets` (`urlvar:name`).' }),
+  transport: Type.String({ description: '`streamable-http` or `sse`.' }),
+  headers: StringMap,
+})
+
+export const InstanceDocument = Type.Object({
+  instance_id: Type.String({ description: 'Stable per installation and member: the installation id for a shared instance, `<installation id>.<user id>` for a member\'s own.' }),
+  installation_id: Type.String(),
+  team_id: Type.String(),
+  user_id: Nullable(Type.String({ description: 'The member whose own instance this is; null for the shared one.' })),
+  name: Type.String(),
+  endpoint_path: Type.String({ description: '`/mcp/<installation id>`: where the satellite serves it (for a per-user installation, the instance is chosen by the token\'s `sub`).' }),
+  desired: Type.Union([Type.Literal('running'), Type.Literal('stopped')]),
+  spec_hash: Type.String({ description: 'Changes whenever anything the instance runs does, secret values included; report it back with the phase.' }),
+  restart_generation: Type.Integer({ description: 'Grows when a restart is asked for.' }),
+  launch: Type.Union([PackageLaunch, RemoteLaunch]),
+  secrets: Type.Array(Type.Object({
+    target: Type.String({ description: '`env:NAME`, `arg:<key>`, `header:<Name>` or `urlvar:<name>`.' }),
+    sealed: Type.String({ description: 'HPKE (RFC 9180) base mode, DHKEM(X25519, HKDF-SHA256), HKDF-SHA256, AES-256-GCM, info `service-satellite-secret`, aad `<instance_id>\\n<target>`; base64url of the 32-byte encapsulated key followed by the ciphertext.' }),
+  })),
+  disabled_tools: Type.Array(Type.String()),
+})
+
+export const DesiredStateEnvelope = Ok(Type.Object({
+  revision: Type.String({ description: 'Changes exactly when the document does; the ETag is this revision in quotes.' }),
+  poll_interval_seconds: Type.Integer(),
+  instances: Type.Array(InstanceDocument),
+}))
+
+const Phase = Type.Union([Type.Literal('starting'), Type.Literal('running'), Type.Literal('degraded'), Type.Literal('failed'), Type.Literal('stopped')])
+
+export const ObservedStateBody = Type.Object({
+  revision: Type.String({ maxLength: 100, description: 'The revision of the document the satellite acts on.' }),
+  instances: Type.Array(Type.Object({
+    instance_id: Type.String({ minLength: 1, maxLength: 200 }),
+    spec_hash: Type.String({ minLength: 1, maxLength: 100 }),
+    phase: Phase,
+    message: Type.Optional(Type.String({ maxLength: 2000 })),
+    started_at: Type.Optional(Timestamp),
+  }, closed), { maxItems: 5000 }),
+}, closed)
+export const ObservedStateEnvelope = Ok(Type.Object({ accepted: Type.Integer(), ignored: Type.Integer() }))
+
+export const MAX_TOOLS = 1000
+export const ToolsBody = Type.Object({
+  tools: Type.Array(Type.Object({
+    name: Type.String({ minLength: 1, maxLength: 200 }),
+    title: Type.Optional(Type.String({ maxLength: 500 })),
+    description: Type.Optional(Type.String({ maxLength: 20_000 })),
+    input_schema: Type.Record(Type.String(), Type.Unknown()),
+    annotations: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+  }, closed), { maxItems: MAX_TOOLS }),
+}, closed)
+export const CountEnvelope = Ok(Type.Object({ stored: Type.Integer() }))
+
+export const MAX_LOG_LINES = 500
+export const LOG_LINE_BYTES = 8192
+export const LogsBody = Type.Object({
+  lines: Type.Array(Type.Object({
+    at: Timestamp,
+    stream: Type.Union([Type.Literal('stdout'), Type.Literal('stderr'), Type.Literal('event')]),
+    text: Type.String({ maxLength: LOG_LINE_BYTES }),
+  }, closed), { minItems: 1, maxItems: MAX_LOG_LINES }),
+}, closed)

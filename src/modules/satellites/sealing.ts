@@ -1,0 +1,48 @@
+import { Aes256Gcm, CipherSuite, HkdfSha256 } from '@hpke/core'
+import { DhkemX25519HkdfSha256 } from '@hpke/dhkem-x25519'
+
+/**
+ * Secrets sealed to one satellite: HPKE (RFC 9180) in base mode with DHKEM(X25519, HKDF-SHA256),
+ * HKDF-SHA256 and AES-256-GCM, to the X25519 public key the satellite registered. The `info`
+ * names this use; the associated data binds each sealed value to its instance and its place, so
+ * a value cannot be moved to another instance or input unnoticed. A sealed value is the
+ * base64url (no padding) of the 32-byte encapsulated key followed by the ciphertext.
+ */
+
+export const SEAL_INFO = 'service-satellite-secret'
+const encoder = new TextEncoder()
+const suite = new CipherSuite({ kem: new DhkemX25519HkdfSha256(), kdf: new HkdfSha256(), aead: new Aes256Gcm() })
+
+/** The associated data of a secret: its instance and where it goes. */
+export const sealAad = (instanceId: string, target: string): Uint8Array => encoder.encode(`${instanceId}\n${target}`)
+
+export interface SatelliteSealer {
+  seal(instanceId: string, target: string, value: string): Promise<string>
+}
+
+/** A sealer to one satellite's public key (base64url of the raw 32 bytes). */
+export async function sealerFor(publicKey: string): Promise<SatelliteSealer> {
+  const recipientPublicKey = await suite.kem.deserializePublicKey(toArrayBuffer(Buffer.from(publicKey, 'base64url')))
+  return {
+    async seal(instanceId, target, value) {
+      const { enc, ct } = await suite.seal(
+        { recipientPublicKey, info: toArrayBuffer(Buffer.from(SEAL_INFO, 'utf8')) },
+        toArrayBuffer(Buffer.from(value, 'utf8')),
+        toArrayBuffer(sealAad(instanceId, target)),
+      )
+      return Buffer.concat([Buffer.from(enc), Buffer.from(ct)]).toString('base64url')
+    },
+  }
+}
+
+/** Whether `publicKey` is a usable X25519 public key (registration checks it before storing it). */
+export async function isUsablePublicKey(publicKey: string): Promise<boolean> {
+  try {
+    await suite.kem.deserializePublicKey(toArrayBuffer(Buffer.from(publicKey, 'base64url')))
+    return true
+  } catch {
+    return false
+  }
+}
+
+const toArrayBuffer = (bytes: Uint8Array): ArrayBuffer => bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer

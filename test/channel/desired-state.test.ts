@@ -1,0 +1,176 @@
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createTestContext, type TestContext } from '../helpers/app.js'
+import { DIALECTS } from '../helpers/database.js'
+import { keyPair, unseal, type PrivateKey } from '../helpers/hpke.js'
+import { importDocuments, install, installationOf, weatherDocument, type InstallationBody } from '../helpers/installations.js'
+import { createToken, heartbeat, pair, SATELLITE_LIMITS, type Paired } from '../helpers/satellites.js'
+import { addMember, client, crew as makeCrew, signUp, type Account, type Call, type Crew } from '../helpers/teams.js'
+
+const SECRET = 'wk-live-desired-0a1b2c3d4e5f'
+const PERSONAL = 'ghp-own-desired-9f8e7d6c'
+
+interface Instance {
+  instance_id: string
+  installation_id: string
+  team_id: string
+  user_id: string | null
+  name: string
+  endpoint_path: string
+  desired: string
+  spec_hash: string
+  restart_generation: number
+  launch: Record<string, unknown> & { kind: string; env?: Record<string, string>; package_args?: unknown[] }
+  secrets: Array<{ target: string; sealed: string }>
+  disabled_tools: string[]
+}
+
+/**
+ * The desired-state document through the HTTP API: what a satellite is told to run, sealed
+ * secrets, ETags, 304s and long-polls that wake on a change.
+ */
+describe.each(DIALECTS)('satellite desired state on %s', (dialect) => {
+  let ctx: TestContext
+  let app: FastifyInstance
+  let call: Call
+  let admin: Account
+  let a: Crew
+  let satellite: Paired
+  let keys: { publicKey: string; privateKey: PrivateKey }
+  let weatherId: string
+  let seq = 0
+  const fresh = () => signUp(app, `chan_${++seq}`)
+
+  const desired = (sat: Paired, headers: Record<string, string> = {}, query = ''): Promise<LightMyRequestResponse> =>
+    app.inject({ method: 'GET', url: `/api/satellites/${sat.id}/desired-state${query}`, headers: { authorization: `Bearer ${sat.apiKey}`, ...headers } })
+  const document = async (sat: Paired = satellite): Promise<{ revision: string; instances: Instance[]; etag: string }> => {
+    const response = await desired(sat)
+    expect(response.statusCode, response.body).toBe(200)
+    return { ...response.json().data, etag: response.headers.etag as string }
+  }
+
+  beforeAll(async () => {
+    ctx = await createTestContext(dialect)
+    app = (await ctx.build({ limits: SATELLITE_LIMITS })).app
+    call = client(app)
+    admin = await signUp(app, 'chan_admin')
+    a = await makeCrew(call, fresh, 'Channel Team')
+    keys = await keyPair()
+    const token = await createToken(call, a.teamAdmin, { teamId: a.team.id })
+    satellite = await pair(app, token.token, `chan-sat-${dialect}`, { satellite_url: 'http://127.0.0.1:7100', public_key: keys.publicKey })
+    expect((await heartbeat(app, satellite.id, satellite.apiKey)).statusCode).toBe(200)
+    weatherId = (await importDocuments(call, admin, [weatherDocument('io.github.example/channel-weather')]))[0]!
+  })
+  afterAll(() => ctx.close())
+
+  it('an empty document with an ETag; the same ETag answers 304', async () => {
+    const first = await document()
+    expect(first.instances).toEqual([])
+    expect(first.etag).toBe(`"${first.revision}"`)
+    const again = await desired(satellite, { 'if-none-match': first.etag })
+    expect(again.statusCode).toBe(304)
+    expect(again.body).toBe('')
+    expect(again.headers.etag).toBe(first.etag)
+  })
+
+  it('an installation with a secret: the launch holds the values in their places, the secret sealed to the satellite', async () => {
+    const before = await document()
+    const installation = await install(call, a.team.id, a.teamAdmin, {
+      server_id: weatherId, name: 'chan-weather', values: { 'env:WEATHER_API_KEY': SECRET, 'env:PERSONAL_TOKEN': 'team-token', 'arg:data_dir': '/srv/cache', 'env:LOG_LEVEL': 'warn' },
+    })
+    expect(installation.satellite_id).toBe(satellite.id)
+    const after = await document()
+    expect(after.revision).not.toBe(before.revision)
+    const instance = after.instances.find((each) => each.installation_id === installation.id)!
+    expect(instance).toMatchObject({
+      instance_id: installation.id, team_id: a.team.id, user_id: null, name: 'chan-weather', endpoint_path: `/mcp/${installation.id}`,
+      desired: 'running', restart_generation: 0, disabled_tools: [],
+    })
+    expect(instance.launch).toEqual({
+      kind: 'package', registry_type: 'npm', identifier: '@example/weather-mcp', version: '1.4.0', runtime_hint: 'npx',
+      runtime_args: [], package_args: ['--port', '8080', '/srv/cache'], env: { LOG_LEVEL: 'warn', REGION: 'eu-west' }, transport: { type: 'stdio' },
+    })
+    expect(instance.secrets.map((secret) => secret.target).sort()).toEqual(['env:PERSONAL_TOKEN', 'env:WEATHER_API_KEY'])
+    const sealed = instance.secrets.find((secret) => secret.target === 'env:WEATHER_API_KEY')!
+    expect(await unseal(keys.privateKey, instance.instance_id, 'env:WEATHER_API_KEY', sealed.sealed)).toBe(SECRET)
+    // Bound to its place: opened as another target, or for another instance, it fails.
+    await expect(unseal(keys.privateKey, instance.instance_id, 'env:PERSONAL_TOKEN', sealed.sealed)).rejects.toThrow()
+    expect(JSON.stringify(after)).not.toContain(SECRET)
+
+    // Sealing is randomized, the revision is not: an unchanged document reads 304.
+    expect((await desired(satellite, { 'if-none-match': after.etag })).statusCode).toBe(304)
+  })
+
+  it('a rotated secret changes the spec hash; a restart the generation; stopping the desired state', async () => {
+    const installation = await install(call, a.team.id, a.teamAdmin, {
+      server_id: weatherId, name: 'chan-rotate', values: { 'env:WEATHER_API_KEY': 'first-secret-value', 'env:PERSONAL_TOKEN': 't', 'arg:data_dir': '/d' },
+    })
+    const specOf = async () => (await document()).instances.find((each) => each.installation_id === installation.id)!
+    const first = await specOf()
+    await call('PUT', `${installationOf(a.team.id, installation.id)}/values`, a.teamAdmin, { values: { 'env:WEATHER_API_KEY': 'second-secret-value' } })
+    const rotated = await specOf()
+    expect(rotated.spec_hash).not.toBe(first.spec_hash)
+    await call('POST', `${installationOf(a.team.id, installation.id)}/restart`, a.teamAdmin)
+    const restarted = await specOf()
+    expect(restarted.restart_generation).toBe(1)
+    expect(restarted.spec_hash).not.toBe(rotated.spec_hash)
+    await call('PATCH', installationOf(a.team.id, installation.id), a.teamAdmin, { desired: 'stopped' })
+    expect((await specOf()).desired).toBe('stopped')
+    await call('DELETE', installationOf(a.team.id, installation.id), a.teamAdmin)
+    expect((await document()).instances.some((each) => each.installation_id === installation.id)).toBe(false)
+  })
+
+  it('per-user installations: one instance per member who set their own inputs; members joining change the document', async () => {
+    const installation = await install(call, a.team.id, a.teamAdmin, {
+      server_id: weatherId, name: 'chan-personal', user_scoped: ['env:PERSONAL_TOKEN'],
+      values: { 'env:WEATHER_API_KEY': SECRET, 'arg:data_dir': '/d' },
+    })
+    const mine = () => document().then((doc) => doc.instances.filter((each) => each.installation_id === installation.id))
+    expect(await mine()).toEqual([])
+    const member = await fresh()
+    await addMember(call, a.team.id, a.owner, member, 'team_user')
+    expect((await call('PUT', `${installationOf(a.team.id, installation.id)}/my-values`, member, { values: { 'env:PERSONAL_TOKEN': PERSONAL } })).statusCode).toBe(200)
+    const instances = await mine()
+    expect(instances).toHaveLength(1)
+    expect(instances[0]).toMatchObject({ instance_id: `${installation.id}.${member.id}`, user_id: member.id, endpoint_path: `/mcp/${installation.id}` })
+    const personal = instances[0]!.secrets.find((secret) => secret.target === 'env:PERSONAL_TOKEN')!
+    expect(await unseal(keys.privateKey, instances[0]!.instance_id, 'env:PERSONAL_TOKEN', personal.sealed)).toBe(PERSONAL)
+    // Leaving the team ends their instance.
+    expect((await call('DELETE', `/api/teams/${a.team.id}/members/${member.id}`, a.owner)).statusCode).toBe(200)
+    expect(await mine()).toEqual([])
+  })
+
+  it('a long-poll is held while nothing changes and wakes when an installation changes', async () => {
+    const current = await document()
+    const started = Date.now()
+    const held = desired(satellite, { 'if-none-match': current.etag }, '?wait=20')
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    const installation = await install(call, a.team.id, a.teamAdmin, { server_id: weatherId, name: 'chan-wake', values: { 'env:WEATHER_API_KEY': 'k', 'env:PERSONAL_TOKEN': 't', 'arg:data_dir': '/d' } })
+    const woke = await held
+    expect(woke.statusCode, woke.body).toBe(200)
+    expect(Date.now() - started).toBeLessThan(20_000)
+    expect((woke.json().data.instances as Instance[]).some((each) => each.installation_id === installation.id)).toBe(true)
+    // With nothing changing, the wait runs out: 304.
+    const quiet = await desired(satellite, { 'if-none-match': woke.headers.etag as string }, '?wait=1')
+    expect(quiet.statusCode).toBe(304)
+  })
+
+  it('a satellite without a public key gets no instance with secrets; another satellite\'s key is refused', async () => {
+    const team = await makeCrew(call, fresh, `Keyless ${++seq}`)
+    const token = await createToken(call, team.teamAdmin, { teamId: team.team.id })
+    const keyless = await pair(app, token.token, `chan-keyless-${dialect}-${seq}`)
+    const secretFree = await install(call, team.team.id, team.teamAdmin, { server_id: weatherId, satellite_id: keyless.id, target: { kind: 'package', index: 1 } })
+    await install(call, team.team.id, team.teamAdmin, { server_id: weatherId, satellite_id: keyless.id, values: { 'env:WEATHER_API_KEY': 'k', 'env:PERSONAL_TOKEN': 't', 'arg:data_dir': '/d' } })
+    const doc = await document(keyless)
+    expect(doc.instances.map((each) => each.installation_id)).toEqual([secretFree.id])
+    const view = (await call('GET', installationOf(team.team.id, secretFree.id), team.teamAdmin)).json().data.installation as InstallationBody
+    expect(view.satellite_id).toBe(keyless.id)
+    const wrong = await app.inject({ method: 'GET', url: `/api/satellites/${satellite.id}/desired-state`, headers: { authorization: `Bearer ${keyless.apiKey}` } })
+    expect(wrong.statusCode).toBe(403)
+    // Giving it a key lets the secret one through.
+    const newKeys = await keyPair()
+    const put = await app.inject({ method: 'PUT', url: `/api/satellites/${keyless.id}/public-key`, headers: { authorization: `Bearer ${keyless.apiKey}` }, payload: { public_key: newKeys.publicKey } })
+    expect(put.statusCode, put.body).toBe(200)
+    expect((await document(keyless)).instances).toHaveLength(2)
+  })
+})
