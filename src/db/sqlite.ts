@@ -107,11 +107,13 @@ export function openSqlite(path: string, onQuery?: QueryTimer): Database {
   let begin: BetterSqlite3.Statement | undefined
   let commit: BetterSqlite3.Statement | undefined
 
-  // One process owns the database: changes are delivered in-process, after their commit. The feed
-  // is never down.
+  // Changes are delivered in-process, after their commit. Another process on the same file (a
+  // second instance, which operations.md allows) is never heard, so the feed never counts as up:
+  // what depends on it checks its stamp on every use instead of trusting what it keeps (for the
+  // satellites' documents, one indexed read per request, and once a second for held requests).
   const subscribers = new Subscribers()
   const changes: ChangeFeed = {
-    up: true,
+    up: false,
     async notify(executor, topic) {
       const current = context.getStore()
       if (current !== undefined && current.tx === executor) (current.changes ??= []).push(topic)
