@@ -117,7 +117,7 @@ export class Reports {
       try {
         await this.backend.putTools(instanceId, tools)
       } catch (error) {
-        this.log.warn(`tool report for instance ${instanceId} failed: ${messageOf(error)}`)
+        if (!gone(error)) this.log.warn(`tool report for instance ${instanceId} failed: ${messageOf(error)}`)
         if (refusedForGood(error)) continue
         // Keep it unless a newer list arrived meanwhile, and try again later.
         if (!this.pendingTools.has(instanceId)) this.pendingTools.set(instanceId, tools)
@@ -150,7 +150,8 @@ export class Reports {
           await this.backend.postLogs(instanceId, batch)
         } catch (error) {
           if (!refusedForGood(error)) return // unreachable: keep the lines, try again later
-          this.log.warn(`log lines for instance ${instanceId} refused: ${messageOf(error)}`)
+          // 404: the instance left the document (deleted, moved) before its last lines went out.
+          if (!gone(error)) this.log.warn(`log lines for instance ${instanceId} refused: ${messageOf(error)}`)
         }
         queue.lines.splice(0, batch.length)
       }
@@ -162,6 +163,10 @@ export class Reports {
 /** A 4xx other than 429: sending the same again will not help. */
 function refusedForGood(error: unknown): boolean {
   return error instanceof BackendError && error.status >= 400 && error.status < 500 && error.status !== 429
+}
+
+function gone(error: unknown): boolean {
+  return error instanceof BackendError && error.status === 404
 }
 
 function toReported(tool: Tool): ReportedTool {
