@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
 import { login, register } from './accounts.js'
+import { keyPair } from './hpke.js'
 import { weatherDocument } from './installations.js'
 import type { DocumentedOperation } from './openapi-document.js'
 import { ALL_SCOPES, bearer, CLI_CLIENT_ID, issueTokens, REDIRECT_URI, s256 } from './oauth.js'
@@ -34,6 +35,9 @@ const OAUTH_VALUES: Record<string, string> = {
  * are checked before each operation and renewed when they stopped working (see `headersFor`).
  * The sweep team has two installations of a registry server, each with a secret team value and
  * the member's own secret value: one the sweep may change or delete, one kept for the valid reads.
+ * The kept one is placed on the agent, which registered a public key, so the member's own instance
+ * of it is in the agent's desired-state document: the channel routes (every route the agent's key
+ * acts on takes the agent's id) report about that instance for real.
  */
 
 export interface SweepMember {
@@ -62,9 +66,14 @@ export interface SweepAccounts {
   secrets(): string[]
   /** The secret values of the sweep team's installations (the team's and the member's own): write-only, never in an answer. */
   readonly installationSecrets: readonly string[]
+  /** The agent satellite the `satellite` credential is the key of, and the instance of its document the channel routes report about. */
+  readonly agent: { id: string; instanceId: string }
   /** How many credential checks and renewals were made. */
   readonly checks: number
 }
+
+/** The routes a satellite's key acts on, on its own id (heartbeat, the control channel): the agent's id goes there. */
+const actsAsSatellite = ({ operation }: DocumentedOperation): boolean => (operation.security ?? []).some((requirement) => 'satelliteKey' in requirement)
 
 async function member(app: FastifyInstance, username: string, password: string): Promise<SweepMember> {
   const email = `${username}@example.com`
@@ -151,11 +160,14 @@ export async function sweepAccounts(app: FastifyInstance, passwords: (username: 
     secrets.add(token.replace(/^service_satellite_global_/, ''))
     return { id, token }
   }
-  const pairSatellite = async (name: string): Promise<{ id: string; apiKey: string }> => {
+  const pairSatellite = async (name: string, publicKey?: string): Promise<{ id: string; apiKey: string }> => {
     const { token } = await registrationToken()
     const response = await app.inject({
       method: 'POST', url: '/api/satellites/register', headers: { authorization: `Bearer ${token}` },
-      payload: { name, capabilities: ['sweep'], system_info: { os: 'linux', arch: 'x64', node_version: 'v20.11.0', memory_mb: 1024 } },
+      payload: {
+        name, capabilities: ['sweep'], system_info: { os: 'linux', arch: 'x64', node_version: 'v20.11.0', memory_mb: 1024 },
+        ...(publicKey === undefined ? {} : { public_key: publicKey }),
+      },
     })
     if (response.statusCode !== 201) throw new Error(`pairing ${name} failed: ${response.statusCode} ${response.body}`)
     const { satellite, api_key: apiKey } = response.json().data as { satellite: { id: string }; api_key: string }
@@ -163,9 +175,20 @@ export async function sweepAccounts(app: FastifyInstance, passwords: (username: 
     secrets.add(apiKey.replace(/^service_satkey_/, ''))
     return { id: satellite.id, apiKey }
   }
-  const agent = await pairSatellite('sweep-agent')
+  // The agent has a public key: instances with secrets (all of the sweep team's) are sealed to it.
+  const agentKey = (await keyPair()).publicKey
+  const agent = await pairSatellite('sweep-agent', agentKey)
   const targetSatelliteId = (await pairSatellite('sweep-target')).id
   const keptSatelliteId = (await pairSatellite('sweep-kept')).id
+  const placed = await app.inject({
+    method: 'PATCH', url: `/api/teams/${teamId}/mcp/installations/${keptInstallationId}`, headers: { cookie: admin.cookie }, payload: { satellite_id: agent.id },
+  })
+  if (placed.statusCode !== 200) throw new Error(`placing the kept installation on the agent failed: ${placed.statusCode} ${placed.body}`)
+  // The member's own instance of the kept installation (the installation's id, then the member's).
+  const agentInstanceId = `${keptInstallationId}.${user.id}`
+  const document = await app.inject({ method: 'GET', url: `/api/satellites/${agent.id}/desired-state`, headers: { authorization: `Bearer ${agent.apiKey}` } })
+  const instances = (document.json().data?.instances ?? []) as Array<{ instance_id: string }>
+  if (!instances.some((instance) => instance.instance_id === agentInstanceId)) throw new Error(`the agent's document lacks ${agentInstanceId}: ${document.statusCode} ${document.body}`)
   const revocableTokenId = (await registrationToken()).id
   let registration = await registrationToken()
 
@@ -210,7 +233,7 @@ export async function sweepAccounts(app: FastifyInstance, passwords: (username: 
     } else {
       // Its id is in the cases already made: a new pairing must keep it (a re-registration does).
       await liveCookie(admin)
-      const paired = await pairSatellite('sweep-agent')
+      const paired = await pairSatellite('sweep-agent', agentKey)
       if (paired.id !== agent.id) throw new Error(`the sweep agent was deleted (was ${agent.id}, paired again as ${paired.id}): ${answer.statusCode} ${answer.body}`)
       agent.apiKey = paired.apiKey
     }
@@ -233,10 +256,12 @@ export async function sweepAccounts(app: FastifyInstance, passwords: (username: 
     admin, user, victim, teamId,
     get accessToken() { return accessToken },
     get checks() { return checks },
-    pathValue({ path }, name) {
+    pathValue(operation, name) {
+      const { path } = operation
       if (name === 'userId') return user.id
       if (name === 'teamId') return teamId
-      if (name === 'id' && path === '/api/satellites/{id}/heartbeat') return agent.id
+      if (name === 'id' && actsAsSatellite(operation)) return agent.id
+      if (name === 'instanceId') return agentInstanceId
       if (name === 'id' && path.startsWith('/api/satellites/registration-tokens/')) return revocableTokenId
       if (name === 'id' && path.startsWith('/api/satellites/')) return targetSatelliteId
       if (name === 'id' && path.startsWith('/api/admin/users/')) return victim.id
@@ -260,12 +285,16 @@ export async function sweepAccounts(app: FastifyInstance, passwords: (username: 
       if (method === 'POST' && path === '/api/teams/{teamId}/mcp/installations' && name === 'server_id') return weatherServerId
       // The member's installations and client configuration, narrowed to the sweep team.
       if (path.startsWith('/api/users/me/mcp/') && name === 'team_id') return teamId
+      // The agent's own key again: a valid body replaces it with itself, and the agent's document keeps its secret instances.
+      if (method === 'PUT' && path === '/api/satellites/{id}/public-key' && name === 'public_key') return agentKey
       return undefined
     },
-    validPathValue({ path }, name) {
+    validPathValue(operation, name) {
+      const { path } = operation
       if (name === 'userId') return user.id
       if (name === 'teamId') return teamId
-      if (name === 'id' && path === '/api/satellites/{id}/heartbeat') return agent.id
+      if (name === 'id' && actsAsSatellite(operation)) return agent.id
+      if (name === 'instanceId') return agentInstanceId
       if (name === 'id' && path.startsWith('/api/satellites/registration-tokens/')) return revocableTokenId
       if (name === 'id' && path.startsWith('/api/satellites/')) return keptSatelliteId
       if (name === 'id' && path.startsWith('/api/admin/users/')) return admin.id
@@ -299,6 +328,7 @@ export async function sweepAccounts(app: FastifyInstance, passwords: (username: 
     },
     secrets: () => [...secrets],
     installationSecrets,
+    agent: { id: agent.id, instanceId: agentInstanceId },
   }
   return accounts
 }

@@ -26,6 +26,12 @@ import { credentialsFor, describeFailures, isJson, problemsOf, runSweep } from '
  * that the team and member ids stay valid for everything else.
  */
 
+/** The satellite control channel's operations, on the agent's own id (and an instance of its document). */
+const CHANNEL_OPERATIONS = [
+  'GET /api/satellites/{id}/desired-state', 'PUT /api/satellites/{id}/observed-state', 'PUT /api/satellites/{id}/instances/{instanceId}/tools',
+  'POST /api/satellites/{id}/instances/{instanceId}/logs', 'PUT /api/satellites/{id}/public-key',
+]
+
 describe.each(DIALECTS)('bad-input sweep on %s', (dialect) => {
   let ctx: TestContext
   let subject: TestApp
@@ -54,7 +60,7 @@ describe.each(DIALECTS)('bad-input sweep on %s', (dialect) => {
     const answered: string[] = []
     for (const documented of operationsOf(document).filter((each) => each.method === 'GET')) {
       const credentials = credentialsFor(documented)
-      const as = credentials.includes('admin') ? 'admin' : credentials.includes('bearer') ? 'bearer' : 'anonymous'
+      const as = credentials.includes('admin') ? 'admin' : credentials.includes('bearer') ? 'bearer' : credentials.includes('satellite') ? 'satellite' : 'anonymous'
       const url = validUrl(documented)
       const response = await subject.app.inject({ method: 'GET', url, headers: await accounts.headersFor(as) })
       const name = `GET ${url} [${as}] → ${response.statusCode}`
@@ -86,6 +92,8 @@ describe.each(DIALECTS)('bad-input sweep on %s', (dialect) => {
       'GET /api/teams/{teamId}/mcp/installations/{id}/tools', 'GET /api/teams/{teamId}/mcp/installations/{id}/logs',
       'GET /api/users/me/mcp/installations', 'GET /api/users/me/mcp/client-config',
     ]))
+    // The agent's own document, with its key.
+    expect(answered).toContain('GET /api/satellites/{id}/desired-state')
   })
 
   it('never answers bad input with a 5xx, and every answer keeps the conventions', { timeout: 600_000 }, async () => {
@@ -108,6 +116,13 @@ describe.each(DIALECTS)('bad-input sweep on %s', (dialect) => {
     console.info(`[${dialect}] installation operations:\n  ${installationCounts.join('\n  ')}`)
     expect(installationOperations.length).toBeGreaterThanOrEqual(13)
     for (const [operation, statuses] of installationOperations) {
+      expect(Object.keys(statuses).some((status) => status.startsWith('2')), `${operation}: ${JSON.stringify(statuses)}`).toBe(true)
+    }
+    // The agent's id and the instance of its document reach every channel operation: each got through to a 2xx at least once.
+    const channelOperations = Object.entries(result.byOperation).filter(([operation]) => CHANNEL_OPERATIONS.includes(operation))
+    console.info(`[${dialect}] channel operations:\n  ${channelOperations.map(([operation, statuses]) => `${operation} ${JSON.stringify(statuses)}`).join('\n  ')}`)
+    expect(channelOperations.map(([operation]) => operation).sort()).toEqual([...CHANNEL_OPERATIONS].sort())
+    for (const [operation, statuses] of channelOperations) {
       expect(Object.keys(statuses).some((status) => status.startsWith('2')), `${operation}: ${JSON.stringify(statuses)}`).toBe(true)
     }
     expect(result.operations).toBeGreaterThanOrEqual(50)
