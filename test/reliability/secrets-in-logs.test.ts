@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { sessionCookie } from '../helpers/accounts.js'
 import { createTestContext, TEST_SECRET, type TestApp, type TestContext } from '../helpers/app.js'
 import { DIALECTS } from '../helpers/database.js'
+import { keyPair, unseal } from '../helpers/hpke.js'
 import { captureLogs, type LogCapture } from '../helpers/log-capture.js'
 import {
   ALL_SCOPES, authorizeParams, consentDetails, consentRequestId, exchangeCode, getWithBearer, inputValue, introspect, locationOf,
@@ -24,7 +25,9 @@ import { runSweep } from '../helpers/sweep.js'
  * value of an installation (the team's or a member's own), or Argon2 hash the test saw may appear
  * in it. Registration tokens and API keys are kept whole and without their prefix (the JWT, the
  * key's secret), so a log line holding either part is caught. The installation secret values,
- * write-only, must moreover appear in no answer, and no secret in the audit log.
+ * write-only, must moreover appear in no answer — a satellite's desired-state document holds them
+ * sealed to its key only — nor in the instance log lines a satellite reports (they are stored
+ * masked), and no secret in the audit log.
  */
 
 const secretText = (label: string) => `${label}${randomBytes(12).toString('hex')}`
@@ -262,6 +265,44 @@ describe.each(DIALECTS)('secrets never logged on %s', (dialect) => {
     }
     seen(await inject({ method: 'PATCH', url: installation, headers: admin, payload: { desired: 'stopped' } }), 200, 'stop')
     seen(await inject({ method: 'POST', url: `${installation}/restart`, headers: admin }), 200, 'restart')
+
+    // A satellite with a public key runs it: its document holds the values sealed (they open with
+    // its private key, and only there), and the log lines it reports are stored with them masked.
+    const satelliteKeys = await keyPair()
+    const runner = keepKey(await inject({
+      method: 'POST', url: '/api/satellites/register', headers: { authorization: `Bearer ${(await newToken('/api/satellites/global/registration-tokens', 'runner')).token}` },
+      payload: { name: 'log-runner', public_key: satelliteKeys.publicKey },
+    }), 'runner')
+    expectStatus(await beat(runner.id, runner.apiKey), 200, 'runner heartbeat')
+    const installationId = created.json().data.installation.id as string
+    seen(await inject({ method: 'PATCH', url: installation, headers: admin, payload: { satellite_id: runner.id, desired: 'running' } }), 200, 'place on the runner')
+    const asRunner = { authorization: `Bearer ${runner.apiKey}` }
+    const desiredState = seen(await inject({ method: 'GET', url: `/api/satellites/${runner.id}/desired-state`, headers: asRunner }), 200, 'desired state')
+    const instanceId = `${installationId}.${accounts.user.id}`
+    const instance = (desiredState.json().data.instances as Array<{ instance_id: string; secrets: Array<{ target: string; sealed: string }> }>)
+      .find((each) => each.instance_id === instanceId)
+    expect(instance, desiredState.body).toBeDefined()
+    const teamValue = [...secrets].find(([, label]) => label === 'installation team secret value (changed)')![0]
+    const ownValue = [...secrets].find(([, label]) => label === "installation member's own secret value")![0]
+    const opened = Object.fromEntries(await Promise.all(instance!.secrets.map(async (secret) => [secret.target, await unseal(satelliteKeys.privateKey, instanceId, secret.target, secret.sealed)])))
+    expect(opened).toEqual({ 'env:WEATHER_API_KEY': teamValue, 'env:PERSONAL_TOKEN': ownValue })
+    const logsUrl = `/api/satellites/${runner.id}/instances/${instanceId}/logs`
+    seen(await inject({
+      method: 'POST', url: logsUrl, headers: asRunner,
+      payload: { lines: [
+        { at: new Date().toISOString(), stream: 'stderr', text: `auth failed for key=${teamValue} token=${ownValue}` },
+        { at: new Date().toISOString(), stream: 'event', text: `env WEATHER_API_KEY=${teamValue}` },
+      ] },
+    }), 200, 'instance log lines')
+    for (const [as, headers] of [['admin', admin], ['member', member]] as const) {
+      const read = seen(await inject({ method: 'GET', url: `${installation}/logs`, headers }), 200, `reported log lines (${as})`)
+      expect((read.json().data.logs as Array<{ text: string }>).map((line) => line.text)).toEqual([
+        'env WEATHER_API_KEY=[secret]', 'auth failed for key=[secret] token=[secret]',
+      ])
+    }
+    const stored = (await rawRows(app.services.database, sql`select text from mcp_instance_logs`)).map((row) => String(row[0])).join('\n')
+    expect(stored).toContain('[secret]')
+    expect([teamValue, ownValue].filter((value) => stored.includes(value))).toEqual([])
     const installationSecrets = () => [...secrets].filter(([, label]) => label.startsWith('installation')).map(([value]) => value).concat(accounts.installationSecrets)
 
     // The bad-input sweep, with every credential that carries a secret (anonymous calls of
