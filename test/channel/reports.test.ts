@@ -128,8 +128,15 @@ describe.each(DIALECTS)('satellite reports on %s', (dialect) => {
     const logs = admins.json().data.logs as Array<{ text: string; stream: string; user_id: string | null }>
     expect(logs.map((line) => line.text)).toEqual(['second line', 'starting with key=[secret] and token [secret]'])
     expect(admins.body).not.toContain(SECRET)
+    // After a rotation, the old process may still print the old value until it restarts: masked too.
+    const rotated = `rotated-${SECRET}-2`
+    expect((await call('PUT', `${installationOf(a.team.id, installation.id)}/values`, a.teamAdmin, { values: { 'env:WEATHER_API_KEY': rotated } })).statusCode).toBe(200)
+    const late = await as(satellite, 'POST', url, { lines: [{ at: new Date().toISOString(), stream: 'stderr', text: `old ${SECRET} new ${rotated}` }] })
+    expect(late.statusCode, late.body).toBe(200)
+    const afterRotation = await call('GET', `${installationOf(a.team.id, installation.id)}/logs?limit=1`, a.teamAdmin)
+    expect(afterRotation.json().data.logs[0].text).toBe('old [secret] new [secret]')
     const own = await call('GET', `${installationOf(a.team.id, installation.id)}/logs`, member)
-    expect(own.json().data.logs).toHaveLength(2)
+    expect(own.json().data.logs).toHaveLength(3)
     const others = await call('GET', `${installationOf(a.team.id, installation.id)}/logs`, a.teamUser)
     expect(others.json().data.logs).toEqual([])
   })

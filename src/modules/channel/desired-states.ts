@@ -28,6 +28,7 @@ export type Answer = { kind: 'document'; built: BuiltDocument } | { kind: 'uncha
  */
 export class DesiredStates {
   private readonly kept = new Map<string, BuiltDocument>()
+  private readonly previousSecrets = new Map<string, Map<string, { current: string[]; previous: string[] }>>()
   private readonly generations = new Map<string, number>()
   private feedGeneration = 0
   private readonly waiters = new Map<string, Set<() => void>>()
@@ -74,6 +75,7 @@ export class DesiredStates {
     if (satellite === undefined) return undefined
     if (kept !== undefined && kept.stamp === satellite.desiredStamp) return kept
     const built = await buildDocument(this.deps, satellite)
+    this.rememberSecrets(satelliteId, built)
     if (generation === this.generationOf(satelliteId) && feedGeneration === this.feedGeneration) this.kept.set(satelliteId, built)
     return built
   }
@@ -90,6 +92,23 @@ export class DesiredStates {
     this.closing = true
     for (const unsubscribe of this.unsubscribe) unsubscribe()
     this.wakeAll()
+  }
+
+  /**
+   * Log lines are masked with the secret values of the spec before too: the process that ran it
+   * may still print one until the satellite restarts it. One build back, kept in memory only.
+   */
+  private rememberSecrets(satelliteId: string, built: BuiltDocument): void {
+    const before = this.previousSecrets.get(satelliteId)
+    const now = new Map<string, { current: string[]; previous: string[] }>()
+    for (const [instanceId, facts] of built.instances) {
+      const earlier = before?.get(instanceId)
+      const same = earlier !== undefined && earlier.current.join('\n') === facts.secretValues.join('\n')
+      const previous = earlier === undefined ? [] : same ? earlier.previous : earlier.current
+      now.set(instanceId, { current: facts.secretValues, previous })
+      if (previous.length > 0) facts.maskedValues = [...new Set([...facts.secretValues, ...previous])]
+    }
+    this.previousSecrets.set(satelliteId, now)
   }
 
   private changed(satelliteId: string): void {

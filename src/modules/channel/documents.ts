@@ -45,6 +45,11 @@ export interface InstanceFacts {
   specRevision: number
   /** The instance's secret values in the clear, to mask them in its log lines; never sent or logged. */
   secretValues: string[]
+  /**
+   * What its log lines are masked with: its secret values, and those of the spec it ran before
+   * (a process started with a rotated secret may still print the old one until it restarts).
+   */
+  maskedValues: string[]
 }
 
 export interface BuiltDocument {
@@ -89,6 +94,7 @@ export async function buildDocument(
       facts.set(built.document.instance_id, {
         installationId: row.installation.id, userId: built.document.user_id, specHash: built.document.spec_hash,
         specRevision: row.installation.specRevision, secretValues: built.secrets.map((secret) => secret.value),
+        maskedValues: built.secrets.map((secret) => secret.value),
       })
     }
   }

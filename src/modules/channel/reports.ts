@@ -65,7 +65,7 @@ export class ChannelReports {
   /** Stores lines with the instance's own secret values masked first. */
   async logs(satelliteId: string, instanceId: string, lines: LogLine[]): Promise<number> {
     const facts = await this.placed(satelliteId, instanceId)
-    const secrets = facts.secretValues.filter((value) => value.length >= SHORTEST_MASKED).sort((a, b) => b.length - a.length)
+    const secrets = facts.maskedValues.filter((value) => value.length >= SHORTEST_MASKED).sort((a, b) => b.length - a.length)
     const rows: InstanceLogRow[] = lines.map((line) => ({
       id: newId(), instanceId, installationId: facts.installationId, userId: facts.userId, at: new Date(line.at), stream: line.stream,
       text: mask(line.text, secrets),
