@@ -211,6 +211,7 @@ export function openSqlite(path: string, onQuery?: QueryTimer): Database {
         })
       }
     },
+    changeEpoch: () => currentEpoch(),
     async ping() {
       prepare('select 1').get()
     },

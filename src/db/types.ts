@@ -55,6 +55,12 @@ export interface Database {
    * PostgreSQL has no such check (another instance's commit leaves no trace in this one).
    */
   prepareReusedRow?<T extends object>(name: string, sql: string, decode: (row: unknown[]) => T): (key: string, params: unknown[]) => Promise<T | undefined>
+  /**
+   * SQLite only: a number that moves whenever anything in the database may have changed — a write
+   * through this process's connection (committed or not) or a commit by any other connection or
+   * process. An answer computed after reading it stays the database's answer while it has not moved.
+   */
+  changeEpoch?(): number
   /** The connection pool's state; PostgreSQL only (SQLite has one connection). */
   poolStats?(): PoolStats
   /** One trivial round trip; throws when the database does not answer. */

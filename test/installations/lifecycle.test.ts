@@ -129,9 +129,17 @@ describe.each(DIALECTS)('installation lifecycle on %s', (dialect) => {
     expect(installation.status_reason).toContain('not reported')
     expect((await heartbeat(app, satellite.id, satellite.apiKey)).statusCode).toBe(200)
     expect((await read(team.team.id, installation.id, team.teamAdmin)).status).toBe('pending')
+    const listed = async () => ((await call('GET', `/api/users/me/mcp/installations?team_id=${team.team.id}`, team.teamAdmin)).json().data.installations as InstallationBody[])
+      .find((each) => each.id === installation.id)!
+    expect((await listed()).status).toBe('pending')
     clock.advance(91_000)
     const silent = await read(team.team.id, installation.id, team.teamAdmin)
     expect(silent).toMatchObject({ status: 'unknown' })
+    // The member's list follows the clock too, though nothing was written (an answer is reused for a second at most).
+    expect((await listed()).status).toBe('unknown')
+    // And a write shows at once.
+    await call('PUT', `${installationOf(team.team.id, installation.id)}/values`, team.teamAdmin, { values: { 'arg:data_dir': '/other' } })
+    expect((await listed()).inputs.find((input) => input.key === 'arg:data_dir')?.value).toBe('/other')
     const stopped = await call('PATCH', installationOf(team.team.id, installation.id), team.teamAdmin, { desired: 'stopped' })
     expect(stopped.json().data.installation).toMatchObject({ status: 'stopped', desired: 'stopped' })
   })

@@ -9,7 +9,8 @@ import {
   ClientConfigEnvelope, ClientConfigQuery, CreateInstallationBody, Done, InstallationEnvelope, InstallationPage, InstallationParams, ListQuery,
   LogsEnvelope, MyListQuery, MyValuesEnvelope, TeamParams, ToolsEnvelope, UpdateInstallationBody, ValuesBody,
 } from './schemas.js'
-import type { InstallationActor } from './service.js'
+import type { InstallationActor, InstallationList } from './service.js'
+import { SerializedAnswers } from '../../http/serializers.js'
 
 const tags = ['MCP Installations']
 /** Reads: members of the team (and global admins), by session or by a bearer token with `mcp:read`. */
@@ -34,6 +35,8 @@ const VALUES_TEXT = [
   'Values are text whatever the input\'s format; `choices` and `format` (`number`, `boolean`, `filepath`) are checked.',
   'Every key is checked first: an unknown key, a key of the other scope or a value that does not fit → 400 `VALIDATION_ERROR` with one `details` entry per key (`values.<key>`), and nothing is written.',
 ].join(' ')
+
+const myLists = new SerializedAnswers<InstallationList>()
 
 /** Installations: what a team runs, with its values; and what the command-line client reads of them. */
 export const installationRoutes: FastifyPluginAsyncTypebox = async (app) => {
@@ -207,10 +210,11 @@ export const installationRoutes: FastifyPluginAsyncTypebox = async (app) => {
       description: `By team, then name; \`team_id\` keeps one team. ${VIEW_TEXT}`,
       querystring: MyListQuery, response: { 200: InstallationPage },
     },
-  }, async (request) => {
+  }, async (request, reply) => {
     const { limit = 20, offset = 0, team_id: teamId } = request.query
     const page = await installations().listMine(actorOf(request), teamId, limit, offset)
-    return { success: true as const, data: { installations: page.views, pagination: paginate(page.total, limit, offset) } }
+    // A list answered again (SQLite) is the same object: its bytes are serialized once.
+    return myLists.send(reply, page, () => ({ success: true as const, data: { installations: page.views, pagination: paginate(page.total, limit, offset) } }))
   })
 
   app.get('/api/users/me/mcp/client-config', {

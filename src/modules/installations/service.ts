@@ -8,6 +8,7 @@ import type { ServerVersionsRepository, VersionRow } from '../../db/repositories
 import type { ServersRepository } from '../../db/repositories/servers.js'
 import type { TeamsRepository } from '../../db/repositories/teams.js'
 import { newId } from '../../db/ids.js'
+import { LRUCache } from 'lru-cache'
 import type { Database, Db } from '../../db/types.js'
 import type { InstallationInput, InstallationTarget } from '../../formats/installation-inputs.js'
 import { AppError, errors, type FieldProblem } from '../../http/errors.js'
@@ -23,6 +24,15 @@ import { groupValues, inputView, installationView, type ValuesForCaller } from '
 const OFFLINE_AFTER_MS = 90_000
 /** How many unplaced installations one satellite's heartbeat places at most (the rest at the next one). */
 const PLACEMENTS_PER_HEARTBEAT = 100
+
+/** How long a member's list may be answered again unchanged (SQLite, nothing written meanwhile). */
+const MY_LIST_REUSE_MS = 1_000
+
+/** A page of installations as the caller sees them. */
+export interface InstallationList {
+  views: InstallationView[]
+  total: number
+}
 
 /** Who acts on installations, and from where (for the audit trail). */
 export interface InstallationActor {
@@ -51,6 +61,9 @@ const nameTaken = (name: string) => errors.conflict('INSTALLATION_NAME_TAKEN', `
  * change one write at a time (names, placements, values) and a team being deleted waits for them.
  */
 export class InstallationService {
+  /** The members' lists answered lately (SQLite only; see listMine). */
+  private readonly myLists = new LRUCache<string, { epoch: number; until: number; list: InstallationList }>({ max: 1000 })
+
   constructor(private readonly deps: {
     database: Database
     installations: InstallationsRepository
@@ -78,9 +91,22 @@ export class InstallationService {
   }
 
   /** Every installation of every team the caller is a member of (or of one such team). */
-  async listMine(actor: InstallationActor, teamId: string | undefined, limit: number, offset: number): Promise<{ views: InstallationView[]; total: number }> {
-    const page = await this.deps.installations.page({ member: actor.userId, team: teamId }, actor.userId, limit, offset)
-    return { views: this.pageViews(page), total: page.total }
+  async listMine(actor: InstallationActor, teamId: string | undefined, limit: number, offset: number): Promise<InstallationList> {
+    const read = async (): Promise<InstallationList> => {
+      const page = await this.deps.installations.page({ member: actor.userId, team: teamId }, actor.userId, limit, offset)
+      return { views: this.pageViews(page), total: page.total }
+    }
+    const epoch = this.deps.database.changeEpoch?.()
+    if (epoch === undefined) return read()
+    // SQLite: the same answer again while nothing in the database changed, for at most a second
+    // (statuses also follow the clock: a satellite turns offline 90 s after its last heartbeat).
+    const key = `${actor.userId}\n${teamId ?? ''}\n${limit}\n${offset}`
+    const kept = this.myLists.get(key)
+    const now = this.deps.clock.now()
+    if (kept !== undefined && kept.epoch === epoch && kept.until > now) return kept.list
+    const list = await read()
+    this.myLists.set(key, { epoch, until: now + MY_LIST_REUSE_MS, list })
+    return list
   }
 
   async get(teamId: string, id: string, actor: InstallationActor): Promise<InstallationView> {
