@@ -16,6 +16,13 @@ const self = policy.satellite({ self: 'id' })
 /** 500 lines of up to 8 KiB each, with their JSON. */
 const LOGS_BODY_LIMIT = 5 * 1024 * 1024
 
+/**
+ * Nothing at all, which Fastify sends with no Content-Length (the 304's schema says null, whose
+ * serialization "null" would be announced as 4 bytes that never come: clients that trust the
+ * length wait for them).
+ */
+const NO_BODY = undefined as unknown as null
+
 const KEY_TEXT = "With the satellite's own API key (`Authorization: Bearer service_satkey_…`), on its own id only (403 for another); a disabled satellite's key gets 403 SATELLITE_DISABLED."
 
 /** The satellite control channel: what a satellite must run, and what it reports back. */
@@ -43,7 +50,7 @@ export const channelRoutes: FastifyPluginAsyncTypebox = async (app) => {
     const answer = await channel().documents.answer(request.params.id, request.headers['if-none-match'], request.query.wait ?? 0, () => closed)
     if (answer.kind === 'gone') throw errors.unauthorized()
     reply.header('cache-control', 'no-store')
-    if (answer.kind === 'unchanged') return reply.code(304).header('etag', answer.etag).send(null)
+    if (answer.kind === 'unchanged') return reply.code(304).header('etag', answer.etag).send(NO_BODY)
     reply.header('etag', answer.built.etag)
     return { success: true as const, data: answer.built.document }
   })
