@@ -265,6 +265,37 @@ describe.each(DIALECTS)('reference satellite end to end on %s', (dialect) => {
     expect(logs).not.toContain(SECRET_2)
   })
 
+  it("serves a per-user installation from the signed-in member's own instance, and nothing to a member without one", async () => {
+    onTestFailed(() => console.error(lines.join('\n')))
+    const own = await install(call, a.team.id, a.teamAdmin, { server_id: serverId, name: 'everything-own', user_scoped: ['env:EVERYTHING_API_KEY'] })
+    for (const [member, value] of [[a.teamUser, 'user-own-value'], [a.teamAdmin, 'admin-own-value']] as const) {
+      const set = await call('PUT', `${installationOf(a.team.id, own.id)}/my-values`, member, { values: { 'env:EVERYTHING_API_KEY': value } })
+      expect(set.statusCode, set.body).toBe(200)
+    }
+    const placed = await waitFor(() => {
+      const running = satellite.instancesOf(own.id).filter((instance) => instance.phase === 'running')
+      return running.length === 2 && running
+    }, 'two running instances', 15_000)
+    expect(placed.map((instance) => instance.spec.user_id).sort()).toEqual([a.teamAdmin.id, a.teamUser.id].sort())
+
+    const ownEndpoint = new URL(`${satellite.url}/mcp/${own.id}`)
+    const envAs = async (member: Account): Promise<string | undefined> => {
+      const { access_token: token } = await issueTokens(server.app, member.cookie, 'mcp:read', { teamId: a.team.id, resource: `${satellite.url}/mcp` })
+      const mcp = new Client({ name: 'e2e-per-user', version: '1.0.0' })
+      await mcp.connect(new StreamableHTTPClientTransport(ownEndpoint, { requestInit: { headers: { authorization: `Bearer ${token}` } } }))
+      clients.push(mcp)
+      return (await envThrough(mcp)).EVERYTHING_API_KEY
+    }
+    expect(await envAs(a.teamUser)).toBe('user-own-value')
+    expect(await envAs(a.teamAdmin)).toBe('admin-own-value')
+    // The owner is a member without values of their own: no instance, 403.
+    await expect(envAs(a.owner)).rejects.toThrow(/no instance for this user/)
+
+    const pids = placed.map((instance) => instance.upstream!.pid!)
+    expect((await call('DELETE', installationOf(a.team.id, own.id), a.teamAdmin)).statusCode).toBeLessThan(300)
+    await waitFor(() => pids.every((pid) => !alive(pid)), 'both processes to end', 15_000)
+  })
+
   it('stops the process when the installation is deleted', async () => {
     onTestFailed(() => console.error(lines.join('\n')))
     const [instance] = satellite.instancesOf(installation.id)

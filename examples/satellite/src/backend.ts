@@ -4,6 +4,8 @@
  * keeps the status and code so callers can tell "pair again" (401) from "disabled" (403) from
  * "try later" (anything else).
  */
+import { request as httpRequest } from 'node:http'
+import { request as httpsRequest } from 'node:https'
 import type { DesiredState, LogLine, ObservedInstance, ReportedTool, TokenClaims } from './types.js'
 
 export class BackendError extends Error {
@@ -84,10 +86,11 @@ export class Backend {
     const headers: Record<string, string> = this.authorization()
     if (etag !== undefined) headers['if-none-match'] = etag
     const timeout = AbortSignal.timeout(REQUEST_TIMEOUT_MS + waitSeconds * 1000)
-    const response = await reach(`${this.baseUrl}${this.own(`/desired-state?wait=${waitSeconds}`)}`, {
-      headers: { accept: 'application/json', ...headers },
-      signal: signal === undefined ? timeout : AbortSignal.any([signal, timeout]),
-    })
+    const response = await getAlone(
+      `${this.baseUrl}${this.own(`/desired-state?wait=${waitSeconds}`)}`,
+      { accept: 'application/json', ...headers },
+      signal === undefined ? timeout : AbortSignal.any([signal, timeout]),
+    )
     if (response.status === 304) {
       await response.body?.cancel()
       return { changed: false }
@@ -156,6 +159,36 @@ async function reach(url: string, init: RequestInit): Promise<Response> {
     const cause = (error as { cause?: { code?: string; message?: string } }).cause
     throw new Error(`cannot reach the backend at ${new URL(url).origin}: ${cause?.code ?? cause?.message ?? (error as Error).message}`)
   }
+}
+
+/**
+ * A GET on a connection of its own, closed with it. The long-poll is aborted at every shutdown,
+ * and Node's fetch, aborted while it opens a connection, leaves that connection open and unused:
+ * a backend that is itself shutting down then waits for it (an HTTP server does not close a
+ * connection that has not sent a request). One connection per poll, every 30 seconds, costs
+ * nothing worth keeping it for.
+ */
+function getAlone(url: string, headers: Record<string, string>, signal: AbortSignal): Promise<Response> {
+  const target = new URL(url)
+  const send = target.protocol === 'https:' ? httpsRequest : httpRequest
+  return new Promise((resolve, reject) => {
+    const request = send(target, { method: 'GET', headers, agent: false, signal }, (response) => {
+      const chunks: Buffer[] = []
+      response.on('data', (chunk: Buffer) => chunks.push(chunk))
+      response.on('error', reject)
+      response.on('end', () => {
+        const status = response.statusCode ?? 502
+        const answered = new Headers()
+        for (const [name, value] of Object.entries(response.headers)) if (typeof value === 'string') answered.set(name, value)
+        resolve(new Response(status === 304 || status === 204 ? null : Buffer.concat(chunks), { status, headers: answered }))
+      })
+    })
+    request.on('error', (error: NodeJS.ErrnoException) => {
+      if (signal.aborted) reject(error)
+      else reject(new Error(`cannot reach the backend at ${target.origin}: ${error.code ?? error.message}`))
+    })
+    request.end()
+  })
 }
 
 /** The `data` of a successful answer; a BackendError for anything else. */
