@@ -29,6 +29,16 @@ import { createToken } from '../helpers/satellites.js'
 import { client, crew as makeCrew, signUp, type Account, type Call, type Crew } from '../helpers/teams.js'
 import { EVERYTHING, EVERYTHING_VERSION, alive, waitFor } from './support.js'
 
+/**
+ * How long a change may take to reach the satellite: normally about a second (the held long-poll
+ * is answered at the change), at worst one long-poll (30 s) or one heartbeat (30 s) later, when
+ * the satellite learns it from its next request. The satellite converges either way; these tests
+ * are about the satellite, the backend's own tests hold it to the second.
+ */
+const CONVERGE_MS = 35_000
+/** A test that waits for the satellite to converge gets that long and some. */
+const CONVERGE_TEST_MS = CONVERGE_MS + 10_000
+
 const SECRET = 'sk-live-e2e-first-5d4c3b2a'
 const SECRET_2 = 'sk-live-e2e-second-0f9e8d7c'
 
@@ -73,6 +83,7 @@ describe.each(DIALECTS)('reference satellite end to end on %s', (dialect) => {
   let endpoint: string
   let callbackUrl: string
   let serverId: string
+  let admin: Account
   const lines: string[] = []
   const clients: Client[] = []
   let seq = 0
@@ -159,7 +170,7 @@ describe.each(DIALECTS)('reference satellite end to end on %s', (dialect) => {
     server = await startOAuthServer(ctx)
     base = server.base
     call = client(server.app)
-    const admin = await signUp(server.app, `e2e_${dialect}_admin`) // the first user: global admin
+    admin = await signUp(server.app, `e2e_${dialect}_admin`) // the first user: global admin
     a = await makeCrew(call, fresh, 'Satellite Team')
     b = await makeCrew(call, fresh, 'Other Team')
     ;[serverId] = (await importDocuments(call, admin, [everythingDocument()])) as [string]
@@ -194,11 +205,11 @@ describe.each(DIALECTS)('reference satellite end to end on %s', (dialect) => {
     const started = Date.now()
     installation = await install(call, a.team.id, a.teamAdmin, { server_id: serverId, values: { 'env:EVERYTHING_API_KEY': SECRET } })
     endpoint = `${satellite.url}/mcp/${installation.id}`
-    const instance = await waitFor(() => satellite.instancesOf(installation.id).find((placed) => placed.phase === 'running'), 'the instance to run', 15_000)
+    const instance = await waitFor(() => satellite.instancesOf(installation.id).find((placed) => placed.phase === 'running'), 'the instance to run', CONVERGE_MS)
     console.info(`${dialect}: the satellite ran the installation ${Date.now() - started} ms after its creation`)
     expect(instance.spec).toMatchObject({ team_id: a.team.id, user_id: null, desired: 'running', endpoint_path: `/mcp/${installation.id}` })
     expect(instance.upstream!.tools.map((tool) => tool.name)).toContain('get-env')
-  })
+  }, CONVERGE_TEST_MS)
 
   it('reports it running with its tools: the installation shows it', async () => {
     onTestFailed(() => console.error(lines.join('\n')))
@@ -207,7 +218,7 @@ describe.each(DIALECTS)('reference satellite end to end on %s', (dialect) => {
     const running = await waitFor(async () => {
       last = await view()
       return last.status === 'running' && last.tools_count > 0 && last
-    }, 'status running', 15_000).catch((error: Error) => {
+    }, 'status running', CONVERGE_MS).catch((error: Error) => {
       throw new Error(`${error.message}: ${last?.status} (${last?.status_reason}), ${last?.tools_count} tools`)
     })
     console.info(`${dialect}: the installation read running ${Date.now() - started} ms after the satellite ran it`)
@@ -216,7 +227,7 @@ describe.each(DIALECTS)('reference satellite end to end on %s', (dialect) => {
     const tools = await call('GET', `${installationOf(a.team.id, installation.id)}/tools`, a.teamUser)
     expect(tools.statusCode, tools.body).toBe(200)
     expect(JSON.stringify(tools.json().data)).toContain('get-env')
-  })
+  }, CONVERGE_TEST_MS)
 
   it("lets a member's MCP client sign in at the backend for the satellite and call get-env through it; the secret reached the server", async () => {
     onTestFailed(() => console.error(lines.join('\n')))
@@ -247,12 +258,12 @@ describe.each(DIALECTS)('reference satellite end to end on %s', (dialect) => {
     const changed = await call('PUT', `${installationOf(a.team.id, installation.id)}/values`, a.teamAdmin, { values: { 'env:EVERYTHING_API_KEY': SECRET_2 } })
     expect(changed.statusCode, changed.body).toBe(200)
     const asked = Date.now()
-    await waitFor(() => instance!.phase === 'running' && instance!.upstream!.pid !== before, 'the restart', 15_000)
+    await waitFor(() => instance!.phase === 'running' && instance!.upstream!.pid !== before, 'the restart', CONVERGE_MS)
     console.info(`${dialect}: the new value was running ${Date.now() - asked} ms after it was set`)
     expect(alive(before)).toBe(false)
     const mcp = await connect(provider)
     expect((await envThrough(mcp)).EVERYTHING_API_KEY).toBe(SECRET_2)
-  })
+  }, CONVERGE_TEST_MS)
 
   it('sends the server\'s stderr and its own events as logs, without secret values', async () => {
     onTestFailed(() => console.error(lines.join('\n')))
@@ -275,7 +286,7 @@ describe.each(DIALECTS)('reference satellite end to end on %s', (dialect) => {
     const placed = await waitFor(() => {
       const running = satellite.instancesOf(own.id).filter((instance) => instance.phase === 'running')
       return running.length === 2 && running
-    }, 'two running instances', 15_000)
+    }, 'two running instances', CONVERGE_MS)
     expect(placed.map((instance) => instance.spec.user_id).sort()).toEqual([a.teamAdmin.id, a.teamUser.id].sort())
 
     const ownEndpoint = new URL(`${satellite.url}/mcp/${own.id}`)
@@ -293,8 +304,8 @@ describe.each(DIALECTS)('reference satellite end to end on %s', (dialect) => {
 
     const pids = placed.map((instance) => instance.upstream!.pid!)
     expect((await call('DELETE', installationOf(a.team.id, own.id), a.teamAdmin)).statusCode).toBeLessThan(300)
-    await waitFor(() => pids.every((pid) => !alive(pid)), 'both processes to end', 15_000)
-  })
+    await waitFor(() => pids.every((pid) => !alive(pid)), 'both processes to end', CONVERGE_MS)
+  }, CONVERGE_TEST_MS)
 
   it('stops the process when the installation is deleted', async () => {
     onTestFailed(() => console.error(lines.join('\n')))
@@ -302,10 +313,10 @@ describe.each(DIALECTS)('reference satellite end to end on %s', (dialect) => {
     const pid = instance!.upstream!.pid!
     const deleted = await call('DELETE', installationOf(a.team.id, installation.id), a.teamAdmin)
     expect(deleted.statusCode, deleted.body).toBeLessThan(300)
-    await waitFor(() => satellite.instancesOf(installation.id).length === 0 && !alive(pid), 'the process to end', 15_000)
+    await waitFor(() => satellite.instancesOf(installation.id).length === 0 && !alive(pid), 'the process to end', CONVERGE_MS)
     const token = await issueTokens(server.app, a.teamUser.cookie, 'mcp:read', { teamId: a.team.id, resource: `${satellite.url}/mcp` })
     expect(await statusWith(token.access_token)).toBe(404)
-  })
+  }, CONVERGE_TEST_MS)
 
   it('restarts from its state folder without a registration token, as the same satellite', async () => {
     onTestFailed(() => console.error(lines.join('\n')))
@@ -316,4 +327,30 @@ describe.each(DIALECTS)('reference satellite end to end on %s', (dialect) => {
     expect(satellite.id).toBe(id)
     expect(lines.some((line) => line.includes(`resumed the pairing of satellite ${id}`))).toBe(true)
   })
+
+  it('stops everything and forgets its pairing when an admin deletes it, from the first request the backend refuses', async () => {
+    onTestFailed(() => console.error(lines.join('\n')))
+    const again = await install(call, a.team.id, a.teamAdmin, { server_id: serverId, name: 'everything-last', values: { 'env:EVERYTHING_API_KEY': SECRET } })
+    const instance = await waitFor(() => satellite.instancesOf(again.id).find((placed) => placed.phase === 'running'), 'the instance to run', CONVERGE_MS)
+    const pid = instance.upstream!.pid!
+    const { access_token: token } = await issueTokens(server.app, a.teamUser.cookie, 'mcp:read', { teamId: a.team.id, resource: `${satellite.url}/mcp` })
+    const deleted = await call('DELETE', `/api/satellites/${satellite.id}`, admin)
+    expect(deleted.statusCode, deleted.body).toBeLessThan(300)
+    const started = Date.now()
+    // A client's request: checking its token with the satellite's key is refused (401), and the
+    // satellite learns from it that its pairing is gone. Without any request it learns at its
+    // next heartbeat or poll.
+    const refused = await fetch(`${satellite.url}/mcp/${again.id}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'e2e', version: '1' } } }),
+    }).then((response) => response.status, () => 'closed')
+    expect([503, 'closed']).toContain(refused)
+    const reason = await Promise.race([satellite.ended, new Promise((resolve) => setTimeout(() => resolve('still running'), CONVERGE_MS))])
+    console.info(`${dialect}: the deleted satellite stopped ${Date.now() - started} ms after its deletion`)
+    expect(reason).toBeInstanceOf(Error)
+    expect(alive(pid)).toBe(false)
+    expect(() => statSync(join(stateDir, 'satellite.json'))).toThrow()
+    expect(lines.some((line) => line.includes("the backend no longer knows this satellite's key"))).toBe(true)
+  }, CONVERGE_TEST_MS)
 })

@@ -53,7 +53,8 @@ export class Backend {
   private satelliteId: string | undefined
   private apiKey: string | undefined
 
-  constructor(readonly baseUrl: string) {}
+  /** `unpaired` hears of every 401 to the satellite's key, whichever request met it. */
+  constructor(readonly baseUrl: string, private readonly unpaired: (what: string) => void = () => undefined) {}
 
   /** The pairing the satellite routes act for. */
   use(satelliteId: string, apiKey: string): void {
@@ -95,6 +96,7 @@ export class Backend {
       await response.body?.cancel()
       return { changed: false }
     }
+    if (response.status === 401) this.unpaired('desired-state')
     const document = (await unwrap(response)) as DesiredState
     return { changed: true, etag: response.headers.get('etag') ?? undefined, document }
   }
@@ -120,6 +122,7 @@ export class Backend {
       signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
     })
     const body = (await response.json().catch(() => undefined)) as (TokenClaims & { code?: string; error?: string }) | undefined
+    if (response.status === 401) this.unpaired('introspection')
     if (response.status !== 200 || body === undefined || typeof body.active !== 'boolean') {
       throw new BackendError(response.status, body?.code, `introspection failed with ${response.status}`)
     }
@@ -146,6 +149,7 @@ export class Backend {
       body: options.body === undefined ? undefined : JSON.stringify(options.body),
       signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
     })
+    if (response.status === 401 && options.token === undefined) this.unpaired(`${method} ${path.replace(/^\/api\/satellites\/[^/]+/, '')}`)
     return unwrap(response)
   }
 }

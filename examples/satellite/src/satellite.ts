@@ -44,9 +44,11 @@ export class Satellite {
   readonly ended: Promise<Error | undefined>
   private endWith!: (reason: Error | undefined) => void
   private fatal: Error | undefined
+  /** Paired and serving: from here on a 401 to the key means the pairing is gone. */
+  private running = false
 
   constructor(private readonly config: SatelliteConfig, private readonly log: Logger) {
-    this.backend = new Backend(config.backendUrl)
+    this.backend = new Backend(config.backendUrl, (what) => void this.unpaired(what))
     this.store = new StateStore(config.stateDir)
     this.reports = new Reports(this.backend, log, () => this.observed())
     const tokens = new TokenChecker((token) => this.backend.introspect(token))
@@ -75,6 +77,7 @@ export class Satellite {
       await this.front.close()
       throw error
     }
+    this.running = true
     this.scheduleHeartbeat(0)
     this.polling = this.pollLoop()
   }
@@ -312,10 +315,7 @@ export class Satellite {
   private async backendTrouble(what: string, error: unknown): Promise<number | undefined> {
     const message = error instanceof Error ? error.message : String(error)
     if (error instanceof BackendError && error.unpaired) {
-      this.log.error(`${what}: the backend no longer knows this satellite's key (${message}); stopping. Pair again with a new REGISTRATION_TOKEN.`)
-      await this.store.forget()
-      this.fatal = new FatalError('the pairing was refused')
-      void this.stop()
+      await this.unpaired(what)
       return undefined
     }
     if (error instanceof BackendError && error.disabled) {
@@ -330,8 +330,23 @@ export class Satellite {
     return undefined
   }
 
+  /**
+   * The backend answered 401 to the satellite's key, on any route: the satellite was deleted, or
+   * registered again elsewhere. Nothing may run on a pairing that is gone, so everything stops
+   * and the saved pairing is forgotten. Any request may be the first to hear it (a client's
+   * token being introspected, a report), not only the next poll or heartbeat.
+   */
+  private async unpaired(what: string): Promise<void> {
+    if (!this.running || this.fatal !== undefined) return
+    this.log.error(`${what}: the backend no longer knows this satellite's key; stopping. Pair again with a new REGISTRATION_TOKEN.`)
+    this.fatal = new FatalError('the pairing was refused')
+    await this.store.forget()
+    void this.stop()
+  }
+
   private pause(ms: number): Promise<void> {
     return new Promise((resolve) => {
+      if (this.stopping.signal.aborted) return resolve()
       const timer = setTimeout(resolve, ms)
       this.stopping.signal.addEventListener('abort', () => {
         clearTimeout(timer)
