@@ -43,7 +43,9 @@ describe.skipIf(!chromiumRequired)('the API explorer in headless Chromium', () =
 
     /** A fresh browser (no cookies) on the explorer's page, once Swagger UI has drawn the operations. */
     async function openExplorer(): Promise<Page> {
-      const page = await (await chromiumBrowser().newContext()).newPage()
+      // Swagger UI draws the operations of the sections in view and more as the page scrolls: a
+      // tall window shows every operation these tests use without scrolling to each.
+      const page = await (await chromiumBrowser().newContext({ viewport: { width: 1280, height: 16000 } })).newPage()
       expect((await page.goto(`${base}/documentation`))?.status()).toBe(200)
       await page.locator(`#${GET_ME.element}`).waitFor({ timeout: 30_000 })
       return page
