@@ -8,6 +8,8 @@ import { createToken, heartbeat, pair, SATELLITE_LIMITS, type Paired } from '../
 import { addMember, client, crew as makeCrew, signUp, type Account, type Call, type Crew } from '../helpers/teams.js'
 
 const SECRET = 'wk-live-desired-0a1b2c3d4e5f'
+/** Installations of the race test, each with two secrets to seal. */
+const RACE_INSTALLATIONS = 12
 const PERSONAL = 'ghp-own-desired-9f8e7d6c'
 
 interface Instance {
@@ -174,5 +176,29 @@ describe.each(DIALECTS)('satellite desired state on %s', (dialect) => {
     const put = await app.inject({ method: 'PUT', url: `/api/satellites/${keyless.id}/public-key`, headers: { authorization: `Bearer ${keyless.apiKey}` }, payload: { public_key: newKeys.publicKey } })
     expect(put.statusCode, put.body).toBe(200)
     expect((await document(keyless)).instances).toHaveLength(2)
+  })
+
+  it('a change that commits while a long-poll is still reading the document wakes it all the same', async () => {
+    // Several instances with secrets, so that building the document takes a moment.
+    const installations = []
+    for (let i = 0; i < RACE_INSTALLATIONS; i++) {
+      installations.push(await install(call, a.team.id, a.teamAdmin, {
+        server_id: weatherId, name: `chan-race-${i}`, values: { 'env:WEATHER_API_KEY': `race-key-${i}`, 'env:PERSONAL_TOKEN': 't', 'arg:data_dir': '/d' },
+      }))
+    }
+    const change = (round: number) => call('PUT', `${installationOf(a.team.id, installations[round % RACE_INSTALLATIONS]!.id)}/values`, a.teamAdmin, { values: { 'arg:data_dir': `/race/${round}` } })
+    for (let round = 0; round < 24; round++) {
+      // A change just before (its document is then read or built again by the poll), the poll, and a
+      // second change 0 to 23 ms into it: some land after the poll read the database, before it waits.
+      await change(2 * round)
+      const { etag } = await document()
+      const started = Date.now()
+      const held = desired(satellite, { 'if-none-match': etag }, '?wait=5')
+      await new Promise((resolve) => setTimeout(resolve, round))
+      expect((await change(2 * round + 1)).statusCode).toBe(200)
+      const woke = await held
+      expect(woke.statusCode, `round ${round}`).toBe(200)
+      expect(Date.now() - started, `round ${round}: woken by the change, not by the end of the wait`).toBeLessThan(2_000)
+    }
   })
 })

@@ -9,7 +9,7 @@ export const MAX_WAIT_SECONDS = 30
 const DOWN_RECHECK_MS = 1_000
 const TOPIC_PREFIX = 'satellite:'
 
-export type Answer = { kind: 'document'; built: BuiltDocument } | { kind: 'unchanged'; etag: string } | { kind: 'gone' }
+export type Answer = { kind: 'document'; built: BuiltDocument } | { kind: 'unchanged'; etag: string } | { kind: 'gone' } | { kind: 'disabled' }
 
 /**
  * The satellites' desired-state documents: each built once per change and kept in memory, and the
@@ -55,11 +55,17 @@ export class DesiredStates {
   async answer(satelliteId: string, ifNoneMatch: string | undefined, waitSeconds: number, aborted: () => boolean): Promise<Answer> {
     const deadline = Date.now() + Math.min(waitSeconds, MAX_WAIT_SECONDS) * 1000
     for (;;) {
+      const generation = this.generationOf(satelliteId)
+      const feedGeneration = this.feedGeneration
       const built = await this.current(satelliteId)
       if (built === undefined) return { kind: 'gone' }
+      if (built.disabled) return { kind: 'disabled' }
       if (ifNoneMatch === undefined || !etagMatches(ifNoneMatch, built.etag)) return { kind: 'document', built }
       const left = deadline - Date.now()
       if (left <= 0 || this.closing || aborted()) return { kind: 'unchanged', etag: built.etag }
+      // A change that came while the document was read (or built) found no waiter to wake, and the
+      // document may predate it: read again rather than wait for a change that already happened.
+      if (generation !== this.generationOf(satelliteId) || feedGeneration !== this.feedGeneration) continue
       await this.wait(satelliteId, this.deps.feed.up ? left : Math.min(left, DOWN_RECHECK_MS))
     }
   }
