@@ -54,6 +54,8 @@ export interface InstanceFacts {
 
 export interface BuiltDocument {
   stamp: number
+  /** The satellite was disabled when this was read: its key is refused, it gets no document. */
+  disabled: boolean
   document: DesiredDocument
   etag: string
   instances: Map<string, InstanceFacts>
@@ -71,7 +73,7 @@ export const instanceIdOf = (installationId: string, userId: string | null): str
  */
 export async function buildDocument(
   deps: { channel: ChannelRepository; box: ValueBox; specKey: Buffer },
-  satellite: { id: string; publicKey: string | null; desiredStamp: number },
+  satellite: { id: string; publicKey: string | null; desiredStamp: number; disabledAt: Date | null },
 ): Promise<BuiltDocument> {
   const placed = await deps.channel.placedOn(satellite.id)
   const ids = placed.map((row) => row.installation.id)
@@ -101,6 +103,7 @@ export async function buildDocument(
   const revision = createHash('sha256').update(JSON.stringify(instances.map((instance) => [instance.instance_id, instance.spec_hash]))).digest('base64url').slice(0, 27)
   return {
     stamp: satellite.desiredStamp,
+    disabled: satellite.disabledAt !== null,
     document: { revision, poll_interval_seconds: POLL_INTERVAL_SECONDS, instances },
     etag: `"${revision}"`,
     instances: facts,

@@ -49,6 +49,7 @@ export const channelRoutes: FastifyPluginAsyncTypebox = async (app) => {
     request.raw.once('close', () => (closed = true))
     const answer = await channel().documents.answer(request.params.id, request.headers['if-none-match'], request.query.wait ?? 0, () => closed)
     if (answer.kind === 'gone') throw errors.unauthorized()
+    if (answer.kind === 'disabled') throw errors.satelliteDisabled()
     reply.header('cache-control', 'no-store')
     if (answer.kind === 'unchanged') return reply.code(304).header('etag', answer.etag).send(NO_BODY)
     reply.header('etag', answer.built.etag)

@@ -8,7 +8,7 @@ import type { Database } from '../../db/types.js'
 import { errors } from '../../http/errors.js'
 import type { Clock } from '../../lib/clock.js'
 import { randomToken, type Digester } from '../../lib/tokens.js'
-import { desiredStamps } from '../../db/repositories/desired-stamps.js'
+import { desiredStamps, satelliteTopic } from '../../db/repositories/desired-stamps.js'
 import { isUsablePublicKey } from './sealing.js'
 import type { AuditLog } from '../audit/service.js'
 import { mayActOn, type SatelliteActor } from './actor.js'
@@ -153,6 +153,8 @@ export class SatelliteService {
       if (disabling === (current.disabledAt !== null)) return current
       const row = await satellites.with(tx).setDisabled(id, disabling ? this.now() : null, this.now())
       if (row === null) throw errors.notFound('Satellite')
+      // A held long-poll of the satellite answers at once (403 once disabled).
+      await desiredStamps(database, tx).satellites([id])
       await audit.record(disabling ? 'satellite.disabled' : 'satellite.enabled', { actorId: actor.userId, ip: actor.ip, target: id, details: { name: row.name } }, tx)
       return row
     })
@@ -164,6 +166,8 @@ export class SatelliteService {
     await database.transaction(async (tx) => {
       const row = await satellites.with(tx).delete(id)
       if (row === null) throw errors.notFound('Satellite')
+      // A held long-poll of the satellite answers at once (401: its key is gone).
+      await database.changes.notify(tx, satelliteTopic(id))
       await audit.record('satellite.deleted', { actorId: actor.userId, ip: actor.ip, target: id, details: { name: row.name, satellite_type: row.satelliteType, team_id: row.teamId } }, tx)
     })
   }
