@@ -180,7 +180,7 @@ describe.each(DIALECTS)('satellite desired state on %s', (dialect) => {
 
   it('a change that commits while a long-poll is still reading the document wakes it all the same', async () => {
     // Several instances with secrets, so that building the document takes a moment.
-    const installations = []
+    const installations: InstallationBody[] = []
     for (let i = 0; i < RACE_INSTALLATIONS; i++) {
       installations.push(await install(call, a.team.id, a.teamAdmin, {
         server_id: weatherId, name: `chan-race-${i}`, values: { 'env:WEATHER_API_KEY': `race-key-${i}`, 'env:PERSONAL_TOKEN': 't', 'arg:data_dir': '/d' },
