@@ -178,6 +178,29 @@ describe.each(DIALECTS)('satellite desired state on %s', (dialect) => {
     expect((await document(keyless)).instances).toHaveLength(2)
   })
 
+  it('every sealed secret of a document opens, with an independent HPKE implementation, to its own value only', async () => {
+    const values = new Map<string, string>()
+    for (let i = 0; i < 4; i++) {
+      const key = `every-key-${i}-${'x'.repeat(i * 40)}`
+      const installation = await install(call, a.team.id, a.teamAdmin, {
+        server_id: weatherId, name: `chan-every-${i}`, values: { 'env:WEATHER_API_KEY': key, 'env:PERSONAL_TOKEN': `every-token-${i}`, 'arg:data_dir': '/d' },
+      })
+      values.set(`${installation.id}\nenv:WEATHER_API_KEY`, key).set(`${installation.id}\nenv:PERSONAL_TOKEN`, `every-token-${i}`)
+    }
+    const doc = await document()
+    const sealed = doc.instances.flatMap((instance) => instance.secrets.map((secret) => ({ instance: instance.instance_id, ...secret })))
+      .filter((secret) => values.has(`${secret.instance}\n${secret.target}`))
+    expect(sealed).toHaveLength(8)
+    for (const secret of sealed) {
+      expect(await unseal(keys.privateKey, secret.instance, secret.target, secret.sealed)).toBe(values.get(`${secret.instance}\n${secret.target}`))
+    }
+    // Each under its own ephemeral key: no two sealed texts (nor their encapsulated keys) alike.
+    expect(new Set(sealed.map((secret) => secret.sealed.slice(0, 43))).size).toBe(8)
+    // Another satellite's key does not open them.
+    const stranger = await keyPair()
+    await expect(unseal(stranger.privateKey, sealed[0]!.instance, sealed[0]!.target, sealed[0]!.sealed)).rejects.toThrow()
+  })
+
   it('a change that commits while a long-poll is still reading the document wakes it all the same', async () => {
     // Several instances with secrets, so that building the document takes a moment.
     const installations: InstallationBody[] = []
