@@ -91,7 +91,7 @@ export async function buildDocument(
       // A satellite without a key is given no instance that has secrets (they could not reach it sealed).
       if (built.secrets.length > 0 && sealer === null) continue
       const sealed = []
-      for (const secret of built.secrets) sealed.push({ target: secret.target, sealed: sealer!.seal(built.document.instance_id, secret.target, secret.value) })
+      for (const secret of built.secrets) sealed.push({ target: secret.target, sealed: await sealer!.seal(built.document.instance_id, secret.target, secret.value) })
       instances.push({ ...built.document, secrets: sealed })
       facts.set(built.document.instance_id, {
         installationId: row.installation.id, userId: built.document.user_id, specHash: built.document.spec_hash,
