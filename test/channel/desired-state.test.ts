@@ -201,6 +201,40 @@ describe.each(DIALECTS)('satellite desired state on %s', (dialect) => {
     await expect(unseal(stranger.privateKey, sealed[0]!.instance, sealed[0]!.target, sealed[0]!.sealed)).rejects.toThrow()
   })
 
+  it('a change seals again the secrets of the instance it changed only; a new public key seals every secret again, to it', async () => {
+    const team = await makeCrew(call, fresh, `Resealed ${++seq}`)
+    const ownKeys = await keyPair()
+    const token = await createToken(call, team.teamAdmin, { teamId: team.team.id })
+    const sat = await pair(app, token.token, `chan-reseal-${dialect}`, { public_key: ownKeys.publicKey })
+    const ids: string[] = []
+    for (let i = 0; i < 3; i++) {
+      ids.push((await install(call, team.team.id, team.teamAdmin, {
+        server_id: weatherId, satellite_id: sat.id, name: `reseal-${i}`, values: { 'env:WEATHER_API_KEY': `reseal-key-${i}`, 'env:PERSONAL_TOKEN': 't', 'arg:data_dir': '/d' },
+      })).id)
+    }
+    const sealedOf = (doc: { instances: Instance[] }) => new Map(doc.instances.map((instance) => [instance.instance_id, instance.secrets]))
+    const first = sealedOf(await document(sat))
+    await call('PUT', `${installationOf(team.team.id, ids[0]!)}/values`, team.teamAdmin, { values: { 'env:WEATHER_API_KEY': 'reseal-rotated' } })
+    const second = sealedOf(await document(sat))
+    expect(second.get(ids[1]!)).toEqual(first.get(ids[1]!))
+    expect(second.get(ids[2]!)).toEqual(first.get(ids[2]!))
+    const rotated = second.get(ids[0]!)!.find((secret) => secret.target === 'env:WEATHER_API_KEY')!
+    expect(await unseal(ownKeys.privateKey, ids[0]!, 'env:WEATHER_API_KEY', rotated.sealed)).toBe('reseal-rotated')
+
+    const newKeys = await keyPair()
+    const put = await app.inject({ method: 'PUT', url: `/api/satellites/${sat.id}/public-key`, headers: { authorization: `Bearer ${sat.apiKey}` }, payload: { public_key: newKeys.publicKey } })
+    expect(put.statusCode, put.body).toBe(200)
+    const third = await document(sat)
+    for (const instance of third.instances) {
+      for (const secret of instance.secrets) {
+        expect(secret.sealed).not.toBe(second.get(instance.instance_id)!.find((each) => each.target === secret.target)!.sealed)
+        await expect(unseal(newKeys.privateKey, instance.instance_id, secret.target, secret.sealed)).resolves.toBeTypeOf('string')
+        await expect(unseal(ownKeys.privateKey, instance.instance_id, secret.target, secret.sealed)).rejects.toThrow()
+      }
+    }
+    expect(third.instances).toHaveLength(3)
+  })
+
   it('a change that commits while a long-poll is still reading the document wakes it all the same', async () => {
     // Several instances with secrets, so that building the document takes a moment.
     const installations: InstallationBody[] = []

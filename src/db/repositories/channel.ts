@@ -36,6 +36,8 @@ export function channelRepository(database: Database, executor: Db = database.db
   const i = t.mcpInstallations
   const states = t.mcpInstanceStates
   const logs = t.mcpInstanceLogs
+  // On SQLite every poll of a kept document reads its stamp: built once, not per request.
+  const stampOf = db.select({ stamp: s.desiredStamp }).from(s).where(eq(s.id, sql.placeholder('id'))).prepare('satellite_desired_stamp')
 
   return {
     with: (tx: Db) => channelRepository(database, tx),
@@ -46,9 +48,9 @@ export function channelRepository(database: Database, executor: Db = database.db
       return row
     },
 
-    /** The stamp alone: the one read a kept document costs while change notifications are down. */
+    /** The stamp alone: the one read a kept document costs when it is not trusted without one. */
     async stamp(id: string): Promise<number | undefined> {
-      const [row] = await db.select({ stamp: s.desiredStamp }).from(s).where(eq(s.id, id))
+      const [row] = await stampOf.execute({ id })
       return row?.stamp
     },
 

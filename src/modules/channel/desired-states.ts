@@ -17,17 +17,24 @@ export type Answer = { kind: 'document'; built: BuiltDocument } | { kind: 'uncha
  *
  * A kept document is current exactly while the satellite's `desired_stamp` is, and every change
  * moves the stamp and sends a notification in its transaction. While notifications are received,
- * a kept document is served with no query at all and dropped when its satellite's notification
- * comes (also a change made on another instance). While they are not (the listening connection
- * is down), nothing kept is trusted without reading the stamp again: the documents are dropped
- * when the feed goes down, and each request compares the stamp (one indexed read) before using
- * one. A build that a notification overtakes is not kept: each satellite has a generation that
- * every notification moves, and so does every change of the feed's state.
+ * a kept document is served with no query at all until its satellite's notification comes (also a
+ * change made on another instance); from then on it is no longer trusted, and the next request
+ * compares the stamp (one indexed read): equal, it is trusted again (the notification was of a
+ * change it already holds, such as this instance's own change coming back through the database),
+ * different, it is built again. While notifications are not received (the listening connection
+ * is down), nothing kept is trusted: the documents are dropped when the feed goes down, and each
+ * request compares the stamp before using one. A build or a comparison that a notification
+ * overtakes does not make a document trusted: each satellite has a generation that every
+ * notification moves, and so does every change of the feed's state.
+ *
+ * A build seals again only the secrets of instances that changed: an instance whose spec hash
+ * (which covers its secret values) is the one of the document before, for the same public key,
+ * keeps its sealed secrets.
  *
  * Held requests cost a timer and a callback each, never a database connection.
  */
 export class DesiredStates {
-  private readonly kept = new Map<string, BuiltDocument>()
+  private readonly kept = new Map<string, { built: BuiltDocument; trusted: boolean }>()
   private readonly previousSecrets = new Map<string, Map<string, { current: string[]; previous: string[] }>>()
   private readonly generations = new Map<string, number>()
   private feedGeneration = 0
@@ -74,15 +81,24 @@ export class DesiredStates {
   async current(satelliteId: string): Promise<BuiltDocument | undefined> {
     const { feed, channel } = this.deps
     const kept = this.kept.get(satelliteId)
-    if (kept !== undefined && feed.up) return kept
+    if (kept !== undefined && kept.trusted && feed.up) return kept.built
     const generation = this.generationOf(satelliteId)
     const feedGeneration = this.feedGeneration
+    // Trusted without a query from now on only if no notification came since the reading began.
+    const untouched = () => feed.up && generation === this.generationOf(satelliteId) && feedGeneration === this.feedGeneration
+    if (kept !== undefined) {
+      const stamp = await channel.stamp(satelliteId)
+      if (stamp === undefined) return this.forget(satelliteId)
+      if (stamp === kept.built.stamp) {
+        if (untouched() && this.kept.get(satelliteId) === kept) kept.trusted = true
+        return kept.built
+      }
+    }
     const satellite = await channel.satellite(satelliteId)
-    if (satellite === undefined) return undefined
-    if (kept !== undefined && kept.stamp === satellite.desiredStamp) return kept
-    const built = await buildDocument(this.deps, satellite)
+    if (satellite === undefined) return this.forget(satelliteId)
+    const built = await buildDocument(this.deps, satellite, kept?.built)
     this.rememberSecrets(satelliteId, built)
-    if (generation === this.generationOf(satelliteId) && feedGeneration === this.feedGeneration) this.kept.set(satelliteId, built)
+    this.keep(satelliteId, built, untouched())
     return built
   }
 
@@ -117,9 +133,23 @@ export class DesiredStates {
     this.previousSecrets.set(satelliteId, now)
   }
 
+  /** Keeps a build, unless one from a later stamp finished first. */
+  private keep(satelliteId: string, built: BuiltDocument, trusted: boolean): void {
+    const kept = this.kept.get(satelliteId)
+    if (kept === undefined || kept.built.stamp <= built.stamp) this.kept.set(satelliteId, { built, trusted })
+  }
+
+  /** The satellite is gone: nothing of it is kept. */
+  private forget(satelliteId: string): undefined {
+    this.kept.delete(satelliteId)
+    this.previousSecrets.delete(satelliteId)
+    return undefined
+  }
+
   private changed(satelliteId: string): void {
     this.generations.set(satelliteId, this.generationOf(satelliteId) + 1)
-    this.kept.delete(satelliteId)
+    const kept = this.kept.get(satelliteId)
+    if (kept !== undefined) kept.trusted = false
     const waiting = this.waiters.get(satelliteId)
     if (waiting !== undefined) for (const wake of [...waiting]) wake()
   }

@@ -54,6 +54,8 @@ export interface InstanceFacts {
 
 export interface BuiltDocument {
   stamp: number
+  /** The public key its secrets are sealed to. */
+  publicKey: string | null
   /** The satellite was disabled when this was read: its key is refused, it gets no document. */
   disabled: boolean
   document: DesiredDocument
@@ -68,12 +70,14 @@ export const instanceIdOf = (installationId: string, userId: string | null): str
  * Builds a document. The spec hash of an instance is an HMAC (keyed by ENCRYPTION_SECRET) over
  * everything it runs, secret values included: it changes when a secret does, yet says nothing
  * about one. The revision is a hash of the instances' ids and spec hashes, so it changes exactly
- * when what the satellite must run does — sealing is randomized, so the sealed text differs
- * between two builds of the same revision.
+ * when what the satellite must run does. Sealing is randomized; an instance whose spec hash is the
+ * one it had in `before`, sealed to the same key, keeps the sealed text it had there (its secret
+ * values are the same), so only the secrets of changed instances are sealed again.
  */
 export async function buildDocument(
   deps: { channel: ChannelRepository; box: ValueBox; specKey: Buffer },
   satellite: { id: string; publicKey: string | null; desiredStamp: number; disabledAt: Date | null },
+  before?: BuiltDocument,
 ): Promise<BuiltDocument> {
   const placed = await deps.channel.placedOn(satellite.id)
   const ids = placed.map((row) => row.installation.id)
@@ -84,14 +88,20 @@ export async function buildDocument(
   const byInstallation = new Map<string, ValueRow[]>()
   for (const row of values) byInstallation.set(row.installationId, [...(byInstallation.get(row.installationId) ?? []), row])
   const sealer = satellite.publicKey === null ? null : await sealerFor(satellite.publicKey)
+  const sealedBefore = new Map<string, InstanceDocument>()
+  if (before !== undefined && before.publicKey === satellite.publicKey) for (const instance of before.document.instances) sealedBefore.set(instance.instance_id, instance)
   const instances: InstanceDocument[] = []
   const facts = new Map<string, InstanceFacts>()
   for (const row of placed) {
     for (const built of instancesOf(row, byInstallation.get(row.installation.id) ?? [], members.get(row.installation.teamId) ?? [], deps)) {
       // A satellite without a key is given no instance that has secrets (they could not reach it sealed).
       if (built.secrets.length > 0 && sealer === null) continue
-      const sealed = []
-      for (const secret of built.secrets) sealed.push({ target: secret.target, sealed: await sealer!.seal(built.document.instance_id, secret.target, secret.value) })
+      const unchanged = sealedBefore.get(built.document.instance_id)
+      let sealed = unchanged?.spec_hash === built.document.spec_hash ? unchanged.secrets : undefined
+      if (sealed === undefined) {
+        sealed = []
+        for (const secret of built.secrets) sealed.push({ target: secret.target, sealed: await sealer!.seal(built.document.instance_id, secret.target, secret.value) })
+      }
       instances.push({ ...built.document, secrets: sealed })
       facts.set(built.document.instance_id, {
         installationId: row.installation.id, userId: built.document.user_id, specHash: built.document.spec_hash,
@@ -103,6 +113,7 @@ export async function buildDocument(
   const revision = createHash('sha256').update(JSON.stringify(instances.map((instance) => [instance.instance_id, instance.spec_hash]))).digest('base64url').slice(0, 27)
   return {
     stamp: satellite.desiredStamp,
+    publicKey: satellite.publicKey,
     disabled: satellite.disabledAt !== null,
     document: { revision, poll_interval_seconds: POLL_INTERVAL_SECONDS, instances },
     etag: `"${revision}"`,
