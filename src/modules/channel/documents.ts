@@ -90,19 +90,18 @@ export async function buildDocument(
   const sealer = satellite.publicKey === null ? null : await sealerFor(satellite.publicKey)
   const sealedBefore = new Map<string, InstanceDocument>()
   if (before !== undefined && before.publicKey === satellite.publicKey) for (const instance of before.document.instances) sealedBefore.set(instance.instance_id, instance)
-  const instances: InstanceDocument[] = []
+  const pending: Array<Promise<InstanceDocument>> = []
   const facts = new Map<string, InstanceFacts>()
   for (const row of placed) {
     for (const built of instancesOf(row, byInstallation.get(row.installation.id) ?? [], members.get(row.installation.teamId) ?? [], deps)) {
       // A satellite without a key is given no instance that has secrets (they could not reach it sealed).
       if (built.secrets.length > 0 && sealer === null) continue
       const unchanged = sealedBefore.get(built.document.instance_id)
-      let sealed = unchanged?.spec_hash === built.document.spec_hash ? unchanged.secrets : undefined
-      if (sealed === undefined) {
-        sealed = []
-        for (const secret of built.secrets) sealed.push({ target: secret.target, sealed: await sealer!.seal(built.document.instance_id, secret.target, secret.value) })
-      }
-      instances.push({ ...built.document, secrets: sealed })
+      const sealed = unchanged?.spec_hash === built.document.spec_hash
+        ? Promise.resolve(unchanged.secrets)
+        // The secrets are sealed at once: the X25519 of each runs on Node's thread pool.
+        : Promise.all(built.secrets.map(async (secret) => ({ target: secret.target, sealed: await sealer!.seal(built.document.instance_id, secret.target, secret.value) })))
+      pending.push(sealed.then((secrets) => ({ ...built.document, secrets })))
       facts.set(built.document.instance_id, {
         installationId: row.installation.id, userId: built.document.user_id, specHash: built.document.spec_hash,
         specRevision: row.installation.specRevision, secretValues: built.secrets.map((secret) => secret.value),
@@ -110,6 +109,7 @@ export async function buildDocument(
       })
     }
   }
+  const instances = await Promise.all(pending)
   const revision = createHash('sha256').update(JSON.stringify(instances.map((instance) => [instance.instance_id, instance.spec_hash]))).digest('base64url').slice(0, 27)
   return {
     stamp: satellite.desiredStamp,
