@@ -1,5 +1,6 @@
 import { and, asc, desc, eq, inArray, isNull, lt, or, sql } from 'drizzle-orm'
 import type { ReportedTool } from '../../formats/satellite-reports.js'
+import { rowReader } from '../row-reader.js'
 import type { Database, Db } from '../types.js'
 import type { InstallationRow, ValueRow } from './installations.js'
 import type { ServerRow } from './server-filters.js'
@@ -36,22 +37,22 @@ export function channelRepository(database: Database, executor: Db = database.db
   const i = t.mcpInstallations
   const states = t.mcpInstanceStates
   const logs = t.mcpInstanceLogs
-  // On SQLite every poll of a kept document reads its stamp: built once, not per request.
-  const stampOf = db.select({ stamp: s.desiredStamp }).from(s).where(eq(s.id, sql.placeholder('id'))).prepare('satellite_desired_stamp')
+  // On SQLite every poll of a kept document reads its stamp: built once, run on the driver
+  // directly, and answered again while nothing in the database has changed (row-reader.ts).
+  const satelliteRow = rowReader(database, 'channel_satellite', { satellite: s }, (selection) => database.db
+    .select(selection).from(s).where(eq(s.id, sql.placeholder('id'))), { reuse: true })
 
   return {
     with: (tx: Db) => channelRepository(database, tx),
 
     /** The stamp and key of a satellite; undefined when it is gone. */
     async satellite(id: string): Promise<SatelliteFacts | undefined> {
-      const [row] = await db.select({ id: s.id, publicKey: s.publicKey, desiredStamp: s.desiredStamp, disabledAt: s.disabledAt }).from(s).where(eq(s.id, id))
-      return row
+      return (await satelliteRow({ id }))?.satellite
     },
 
     /** The stamp alone: the one read a kept document costs when it is not trusted without one. */
     async stamp(id: string): Promise<number | undefined> {
-      const [row] = await stampOf.execute({ id })
-      return row?.stamp
+      return (await satelliteRow({ id }))?.satellite.desiredStamp
     },
 
     async placedOn(satelliteId: string): Promise<PlacedInstallation[]> {

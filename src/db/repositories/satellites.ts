@@ -1,5 +1,6 @@
 import { and, count, desc, eq, gte, inArray, isNotNull, isNull, lt, or, sql, type SQL } from 'drizzle-orm'
 import type { SatelliteMetrics } from '../../formats/satellite-reports.js'
+import { rowReader } from '../row-reader.js'
 import type { Database, Db } from '../types.js'
 
 export type SatelliteRow = Database['t']['satellites']['$inferSelect']
@@ -29,12 +30,10 @@ export function satellitesRepository(database: Database, executor: Db = database
   const { t } = database
   const db = executor
   const satellites = t.satellites
-  // Every satellite-authenticated request runs this lookup: built once, not per request.
-  const byDigest = db
-    .select({ id: satellites.id, teamId: satellites.teamId, disabledAt: satellites.disabledAt })
-    .from(satellites)
-    .where(eq(satellites.keyDigest, sql.placeholder('digest')))
-    .prepare('satellite_by_key')
+  // Every satellite-authenticated request runs this lookup: built once, run on the driver directly,
+  // and on SQLite answered again while nothing in the database has changed (row-reader.ts).
+  const byDigest = rowReader(database, 'satellite_by_key', { satellite: satellites }, (selection) => database.db
+    .select(selection).from(satellites).where(eq(satellites.keyDigest, sql.placeholder('digest'))), { reuse: true })
 
   const silent = (since: Date): SQL => or(isNull(satellites.lastHeartbeatAt), lt(satellites.lastHeartbeatAt, since))!
   const enabled = isNull(satellites.disabledAt)
@@ -49,8 +48,8 @@ export function satellitesRepository(database: Database, executor: Db = database
     with: (tx: Db) => satellitesRepository(database, tx),
 
     async findByKeyDigest(digest: string): Promise<SatelliteKeyOwner | undefined> {
-      const [row] = await byDigest.execute({ digest })
-      return row
+      const found = await byDigest({ digest })
+      return found === undefined ? undefined : { id: found.satellite.id, teamId: found.satellite.teamId, disabledAt: found.satellite.disabledAt }
     },
 
     async find(id: string): Promise<SatelliteRow | undefined> {
