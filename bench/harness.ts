@@ -69,13 +69,15 @@ export interface Request {
   paths?: string[]
   /** At most this many requests per second over all connections: a probe of latency, not a load. */
   rate?: number
+  /** The status every answer must have (counted in `non2xx` otherwise); any 2xx when not given. */
+  status?: number
 }
 
 export interface Load {
   rps: number
   p50: number
   p99: number
-  /** Answers other than 2xx, and connection errors. */
+  /** Answers other than 2xx (or than the request's `status`), and connection errors. */
   non2xx: number
   /**
    * CPU time the server process spent per request (user + system, so the kernel's share of the
@@ -101,6 +103,13 @@ async function run(url: string, request: Request, connections: number, seconds: 
   return { result, cpuMicros: pid === undefined ? undefined : cpuMicros(pid) - cpuBefore }
 }
 
+/** Answers other than the expected ones (any 2xx, or the request's `status`), and connection errors. */
+function unexpected(result: autocannon.Result, request: Request): number {
+  if (request.status === undefined) return result.non2xx + result.errors
+  const other = Object.entries(result.statusCodeStats ?? {}).reduce((sum, [code, { count = 0 }]) => (Number(code) === request.status ? sum : sum + count), 0)
+  return other + result.errors
+}
+
 const cpuPerRequest = (micros: number | undefined, requests: number) =>
   micros === undefined || requests === 0 ? {} : { cpu_us: Math.round((micros / requests) * 10) / 10 }
 
@@ -111,7 +120,7 @@ const warmUp = (url: string, request: Request, connections: number) =>
 export async function load(url: string, request: Request = {}, connections = CONNECTIONS, seconds = SECONDS): Promise<Load> {
   await warmUp(url, request, connections)
   const { result, cpuMicros: micros } = await run(url, request, connections, seconds)
-  return { rps: Math.round(result.requests.average), p50: result.latency.p50, p99: result.latency.p99, non2xx: result.non2xx + result.errors, ...cpuPerRequest(micros, result.requests.total) }
+  return { rps: Math.round(result.requests.average), p50: result.latency.p50, p99: result.latency.p99, non2xx: unexpected(result, request), ...cpuPerRequest(micros, result.requests.total) }
 }
 
 /** A measured workload, with the bare route measured alongside it. */
@@ -147,7 +156,7 @@ export async function againstBare(bareUrl: string, workload: string, url: string
       total.cpu = micros === undefined || total.cpu === undefined ? undefined : total.cpu + micros
       total.p50.push(result.latency.p50)
       total.p99 = Math.max(total.p99, result.latency.p99)
-      total.non2xx += result.non2xx + result.errors
+      total.non2xx += unexpected(result, side.request)
     }
   }
   const [bare, measured] = totals.map((total) => ({

@@ -22,17 +22,20 @@ const SETUP_BUDGET_MS = 180_000
 const MEMBER = 'installs_member'
 const SATELLITE_URL = 'https://sat-bench-1.example.test'
 
-/** A registry document (2025-12-11) as publishers write them: a package with several inputs, a remote. */
-function document(i: number): Record<string, unknown> {
+/**
+ * A registry document (2025-12-11) as publishers write them: a package with several inputs (two of
+ * them secret), a remote. `owner` names the publisher, so that each workload imports its own servers.
+ */
+export function registryDocument(i: number, owner = 'bench-installs'): Record<string, unknown> {
   return {
     $schema: 'https://static.modelcontextprotocol.io/schemas/2025-12-11/server.schema.json',
-    name: `io.github.bench-installs/tool-${i}`,
+    name: `io.github.${owner}/tool-${i}`,
     title: `Bench tool ${i}`,
     description: `Benchmark tool ${i}: a package with a key, a log level, a cache and a member's token; a remote.`,
     version: '2.3.0',
-    repository: { url: `https://github.com/bench-installs/tool-${i}`, source: 'github' },
+    repository: { url: `https://github.com/${owner}/tool-${i}`, source: 'github' },
     packages: [{
-      registryType: 'npm', identifier: `@bench-installs/tool-${i}`, version: '2.3.0', runtimeHint: 'npx', transport: { type: 'stdio' },
+      registryType: 'npm', identifier: `@${owner}/tool-${i}`, version: '2.3.0', runtimeHint: 'npx', transport: { type: 'stdio' },
       packageArguments: [
         { type: 'named', name: '--port', description: 'Port to listen on', format: 'number', default: '8080' },
         { type: 'positional', valueHint: 'data_dir', description: 'Where the cache lives', format: 'filepath', isRequired: true },
@@ -80,7 +83,7 @@ export async function seedInstallations(url: string, adminCookie: string): Promi
     return (JSON.parse(text) as { data: T }).data
   }
 
-  const imported = await send<{ results: Array<{ server_id?: string; status: string }> }>('POST', '/api/mcp/servers/import', adminCookie, Array.from({ length: DOCUMENTS }, (_, i) => document(i)))
+  const imported = await send<{ results: Array<{ server_id?: string; status: string }> }>('POST', '/api/mcp/servers/import', adminCookie, Array.from({ length: DOCUMENTS }, (_, i) => registryDocument(i)))
   const serverIds = imported.results.map((result) => {
     if (result.server_id === undefined) throw new Error(`import: ${JSON.stringify(result)}`)
     return result.server_id

@@ -5,6 +5,7 @@ import autocannon from 'autocannon'
 import { projectRoot } from '../src/paths.js'
 import { createTestDatabase } from '../test/helpers/database.js'
 import { start, stop } from './harness.js'
+import { seedChannel } from './channel.js'
 import { seedInstallations } from './installations.js'
 import { bearerToken, PASSWORD, SECRET, signUp, startCommand } from './service.js'
 
@@ -17,7 +18,8 @@ import { bearerToken, PASSWORD, SECRET, signUp, startCommand } from './service.j
  * team (`/api/teams/me/default` with a session), bearer (the same with an access token),
  * floor (bench/floor-server.ts with a session), bare (bench/bare-fastify.ts), installations
  * (`/api/users/me/mcp/installations` with a bearer token, 3 teams of 50, bench/installations.ts)
- * and installations100 (the same with `?limit=100`).
+ * installations100 (the same with `?limit=100`) and desired304 (a satellite's poll of its unchanged
+ * desired-state document, 20 instances, answered 304; bench/channel.ts).
  *   BENCH_PROFILE_SECONDS (default 6)  length of the load window
  */
 
@@ -84,6 +86,7 @@ async function main(): Promise<void> {
     const cookie = await signUp(service.url)
     const token = workload === 'bearer' ? await bearerToken(service.url, cookie) : ''
     const member = workload.startsWith('installations') ? await seedInstallations(service.url, cookie) : undefined
+    const satellite = workload === 'desired304' ? (await seedChannel(service.url, cookie)).small : undefined
     await stop(service.child)
     const script = workload === 'floor' ? ['dist/bench/floor-server.js'] : workload === 'bare' ? ['dist/bench/bare-fastify.js'] : null
     const profiled = await start(['--cpu-prof', `--cpu-prof-dir=${profileDir}`, ...(script === null ? args : script.map((path) => join(projectRoot, path)))], { ...env, PORT: '4302' })
@@ -97,9 +100,16 @@ async function main(): Promise<void> {
       bare: { path: '/api/health' },
       installations: { path: '/api/users/me/mcp/installations', headers: { authorization: `Bearer ${member?.token}` } },
       installations100: { path: '/api/users/me/mcp/installations?limit=100', headers: { authorization: `Bearer ${member?.token}` } },
+      desired304: { path: `/api/satellites/${satellite?.id}/desired-state`, headers: { authorization: `Bearer ${satellite?.apiKey}` } },
     }
     const request = paths[workload]
     if (request === undefined) throw new Error(`unknown workload ${workload}; one of ${Object.keys(paths).join(', ')}`)
+    if (satellite !== undefined) {
+      // The document as the satellite last read it: every request of the load is then answered 304.
+      const first = await fetch(`${profiled.url}${request.path}`, { headers: request.headers })
+      await first.text()
+      request.headers = { ...request.headers, 'if-none-match': first.headers.get('etag') ?? '' }
+    }
     const options = { url: `${profiled.url}${request.path}`, connections: 10, headers: request.headers ?? {} }
     console.error(`loading ${options.url}`)
     await autocannon({ ...options, duration: 2 })

@@ -7,6 +7,7 @@ import argon2 from 'argon2'
 import { projectRoot } from '../src/paths.js'
 import { createTestDatabase } from '../test/helpers/database.js'
 import { catalogueWorkloads } from './catalogue.js'
+import { channelLines, channelWorkloads, type ChannelOptions } from './channel.js'
 import { installationWorkloads } from './installations.js'
 import { bearerToken, PASSWORD, SECRET, signUp, startCommand } from './service.js'
 import { againstBare, CONNECTIONS, load, rssMb, SECONDS, start, stop, STARTS, table, type Measurement, type Request, type Started } from './harness.js'
@@ -26,7 +27,8 @@ import { satelliteWorkloads } from './satellites.js'
  * answers (bench/floor-server.ts); logins against raw Argon2id; resident
  * memory after a mixed load with a login flood; satellites (bench/satellites.ts); the catalogue
  * (bench/catalogue.ts); registry import, the sub-registry walk and list (bench/registry.ts); the
- * installations list the command-line client reads (bench/installations.ts).
+ * installations list the command-line client reads (bench/installations.ts); the satellite control
+ * channel (bench/channel.ts: unchanged polls, held long-polls, change to wake, document builds).
  * `npm run bench -- --hot-path` measures the hot path only; `npm run bench -- --registry` the registry
  * only; `npm run bench -- --memory` the logins and the mixed load with its memory readings only;
  * `npm run bench -- --catalogue` the catalogue only; `npm run bench -- --installations` the
@@ -66,6 +68,8 @@ const MEMORY_ONLY = process.argv.includes('--memory')
 const CATALOGUE_ONLY = process.argv.includes('--catalogue')
 /** `npm run bench -- --installations`: the installations list only. */
 const INSTALLATIONS_ONLY = process.argv.includes('--installations')
+/** `npm run bench -- --channel`: the satellite control channel only. */
+const CHANNEL_ONLY = process.argv.includes('--channel')
 const say = (line = '') => {
   if (!JSON_OUTPUT) console.log(line)
 }
@@ -118,7 +122,7 @@ async function main(): Promise<void> {
     machine: { cpus: cpus().length, node: process.version }, started_as: { env: startEnv, args: server }, seconds: SECONDS, connections: CONNECTIONS, dialects: {},
   }
   try {
-    const partial = HOT_PATH_ONLY || REGISTRY_ONLY || CATALOGUE_ONLY || INSTALLATIONS_ONLY
+    const partial = HOT_PATH_ONLY || REGISTRY_ONLY || CATALOGUE_ONLY || INSTALLATIONS_ONLY || CHANNEL_ONLY
     const rawArgon2 = partial ? 0 : await argon2Throughput()
     if (!partial) {
       report.raw_argon2_verify_per_s = rawArgon2
@@ -160,6 +164,20 @@ async function main(): Promise<void> {
           say(`\n${dialect}:`)
           say(table(installations.measurements))
           for (const note of installations.notes) say(`  ${note}`)
+          continue
+        }
+        // The channel's options: this service, and on PostgreSQL a second instance on the same database.
+        const channelOptions: ChannelOptions = {
+          url, adminCookie: cookie, bareUrl: bare.url, dialect, child: running.child, databaseUrl: database.url,
+          ...(dialect === 'postgresql' ? { startAnother: () => start(server, { ...env, PORT: String(++port) }) } : {}),
+        }
+        if (CHANNEL_ONLY) {
+          const channel = await channelWorkloads(channelOptions)
+          ;(report.dialects as Record<string, unknown>)[dialect] = { channel }
+          await stop(running.child)
+          say(`\n${dialect}:`)
+          say(table(channel.measurements))
+          for (const line of [...channel.notes, ...channelLines(channel)]) say(`  ${line}`)
           continue
         }
         if (REGISTRY_ONLY) {
@@ -208,14 +226,16 @@ async function main(): Promise<void> {
         const registry = await registryWorkloads(url, cookie, bare.url)
         const catalogue = await catalogueWorkloads(url, cookie, env, bare.url, (username) => signUp(url, username))
         const installations = await installationWorkloads(url, cookie, bare.url, TARGETS.installations[dialect])
+        const channel = await channelWorkloads(channelOptions)
         const finalRss = rssMb(running.child)
         await stop(running.child)
 
-        Object.assign(result, { logins, memory: { idle_rss_mb: idleRss, mixed, final_rss_mb: finalRss }, satellites, registry, catalogue, installations })
-        say(table([...hot, ...satellites, ...registry.measurements, ...catalogue.measurements, ...installations.measurements]))
+        Object.assign(result, { logins, memory: { idle_rss_mb: idleRss, mixed, final_rss_mb: finalRss }, satellites, registry, catalogue, installations, channel })
+        say(table([...hot, ...satellites, ...registry.measurements, ...catalogue.measurements, ...installations.measurements, ...channel.measurements]))
         for (const line of registryLines(registry)) say(`  ${line}`)
         for (const note of catalogue.notes) say(`  ${note}`)
         for (const note of installations.notes) say(`  ${note}`)
+        for (const line of [...channel.notes, ...channelLines(channel)]) say(`  ${line}`)
         say(loginLine)
         say(`  RSS: ${idleRss} MB idle; ${mixed.max_rss_mb} MB at most during ${MIXED_SECONDS} s of mixed load with a login flood, ${mixed.rss_after_mb} MB after it; ${finalRss} MB after every run`)
       } finally {
