@@ -11,17 +11,16 @@ import { newId } from '../../db/ids.js'
 import { LRUCache } from 'lru-cache'
 import type { Database, Db } from '../../db/types.js'
 import type { InstallationInput, InstallationTarget } from '../../formats/installation-inputs.js'
-import { AppError, errors, type FieldProblem } from '../../http/errors.js'
+import { AppError, errors } from '../../http/errors.js'
 import type { Clock } from '../../lib/clock.js'
 import type { AuditLog } from '../audit/service.js'
+import { OFFLINE_AFTER_MS } from '../satellites/service.js'
 import { deriveInputs, inputSourceOf, targetTransport, unknownInputKeys } from './inputs.js'
 import type { ValueBox } from './sealed-values.js'
 import type { CreateInstallationBody, InstallationView, UpdateInstallationBody } from './schemas.js'
-import { checkValue } from './values.js'
+import { checkValues, type ValueMap } from './values.js'
 import { groupValues, inputView, installationView, type ValuesForCaller } from './views.js'
 
-/** A satellite silent for this long is offline (the satellites' own rule). */
-const OFFLINE_AFTER_MS = 90_000
 /** How many unplaced installations one satellite's heartbeat places at most (the rest at the next one). */
 const PLACEMENTS_PER_HEARTBEAT = 100
 
@@ -41,7 +40,7 @@ export interface InstallationActor {
   ip: string
 }
 
-export type ValueMap = Record<string, string | null>
+export type { ValueMap } from './values.js'
 
 /** What runs, as derived from a version for one target. */
 interface Derived {
@@ -528,26 +527,6 @@ export class InstallationService {
   private now(): Date {
     return new Date(this.deps.clock.now())
   }
-}
-
-/** Every problem of a set of values, each naming its key; empty when all may be written. */
-export function checkValues(inputs: readonly InstallationInput[], values: ValueMap, scope: 'team' | 'user'): FieldProblem[] {
-  const problems: FieldProblem[] = []
-  for (const [key, value] of Object.entries(values)) {
-    const field = `values.${key}`
-    const input = inputs.find((each) => each.key === key)
-    if (input === undefined) problems.push({ field, message: `${key} is not an input of this installation`, in: 'body' })
-    else if (input.scope !== scope) {
-      problems.push({
-        field, in: 'body',
-        message: scope === 'team' ? `${key} is set by each member for themselves (PUT …/my-values)` : `${key} is set by the team's admins for the whole team (PUT …/values)`,
-      })
-    } else if (value !== null) {
-      const problem = checkValue(input, value)
-      if (problem !== null) problems.push({ field, message: problem.message, in: 'body' })
-    }
-  }
-  return problems
 }
 
 /** The audit details of a values write: which keys were set and which unset, never a value. */

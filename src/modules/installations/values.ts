@@ -1,3 +1,4 @@
+import type { FieldProblem } from '../../http/errors.js'
 import type { InstallationInput } from './inputs.js'
 
 /**
@@ -54,4 +55,27 @@ export function checkValue(input: Pick<InstallationInput, 'key' | 'required' | '
     default:
       return null
   }
+}
+
+/** Values sent for inputs, by key: text, or null to unset. */
+export type ValueMap = Record<string, string | null>
+
+/** Every problem of a set of values, each naming its key; empty when all may be written. */
+export function checkValues(inputs: readonly InstallationInput[], values: ValueMap, scope: 'team' | 'user'): FieldProblem[] {
+  const problems: FieldProblem[] = []
+  for (const [key, value] of Object.entries(values)) {
+    const field = `values.${key}`
+    const input = inputs.find((each) => each.key === key)
+    if (input === undefined) problems.push({ field, message: `${key} is not an input of this installation`, in: 'body' })
+    else if (input.scope !== scope) {
+      problems.push({
+        field, in: 'body',
+        message: scope === 'team' ? `${key} is set by each member for themselves (PUT …/my-values)` : `${key} is set by the team's admins for the whole team (PUT …/values)`,
+      })
+    } else if (value !== null) {
+      const problem = checkValue(input, value)
+      if (problem !== null) problems.push({ field, message: problem.message, in: 'body' })
+    }
+  }
+  return problems
 }
