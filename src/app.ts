@@ -123,6 +123,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     })
     await plugins.recordLoads(services.audit)
     metrics.watchPool(database)
+    metrics.watchKeptAnswers(database)
     return services
   }, metrics.queries)
   const plugins = new PluginHost({

@@ -135,6 +135,7 @@ export async function createServices(database: Database, { config, clock, log, l
     box: createSecretBox(deriveKey(config.encryptionSecret, 'settings-encryption')),
     clock,
     config,
+    feed: database.changes,
     definitions: { ...CORE_SETTINGS, ...pluginSettings?.definitions },
     groups: [...CORE_GROUPS, ...(pluginSettings?.groups ?? [])],
   })

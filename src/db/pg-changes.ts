@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm'
 import pg from 'pg'
-import { Subscribers, type ChangeFeed } from './changes.js'
+import { Subscribers, type ChangeFeed, type HoldListener } from './changes.js'
 import type { Db } from './types.js'
 
 /** The one channel every instance listens on; topics travel as its payload. */
@@ -41,10 +41,22 @@ export class PgChangeFeed implements ChangeFeed {
    * moment later: a request that follows the write on this instance never sees what it replaced.
    */
   async notify(executor: Db, topic: string): Promise<void> {
+    const inTransaction = this.pending.has(executor)
+    if (inTransaction) this.tell(executor, topic)
     await executor.execute(sql`select pg_notify(${CHANNEL}, ${topic})`)
+    if (!inTransaction) this.subscribers.deliver(topic)
+  }
+
+  /**
+   * This instance's share of a notification the database sends itself (a trigger): held from now
+   * until `executor`'s transaction ends (released by `committed` or `discarded`) and delivered here
+   * at its commit; delivered at once outside a transaction.
+   */
+  tell(executor: Db, topic: string): void {
     const pending = this.pending.get(executor)
-    if (pending !== undefined) pending.push(topic)
-    else this.subscribers.deliver(topic)
+    if (pending === undefined) return this.subscribers.deliver(topic)
+    pending.push(topic)
+    this.subscribers.hold(topic)
   }
 
   /** A transaction of this instance began (db/pg.ts). */
@@ -57,11 +69,14 @@ export class PgChangeFeed implements ChangeFeed {
     const topics = this.pending.get(tx) ?? []
     this.pending.delete(tx)
     for (const topic of topics) this.subscribers.deliver(topic)
+    for (const topic of topics) this.subscribers.release(topic)
   }
 
   /** It rolled back: nothing changed. */
   discarded(tx: Db): void {
+    const topics = this.pending.get(tx) ?? []
     this.pending.delete(tx)
+    for (const topic of topics) this.subscribers.release(topic)
   }
 
   subscribe(listener: (topic: string) => void): () => void {
@@ -75,6 +90,10 @@ export class PgChangeFeed implements ChangeFeed {
 
   onStatus(listener: (up: boolean) => void): () => void {
     return this.subscribers.addStatus(listener)
+  }
+
+  onHold(listener: HoldListener): () => void {
+    return this.subscribers.addHold(listener)
   }
 
   async close(): Promise<void> {

@@ -1,8 +1,13 @@
 import { getTableColumns, Placeholder, type Table } from 'drizzle-orm'
 import type { AnyPgColumn } from 'drizzle-orm/pg-core'
+import { KeptAnswers, keptAnswers } from './kept-answers.js'
 import type { Database } from './types.js'
 
-export interface ReaderOptions<O> {
+/** How many answers of one lookup are kept in memory on PostgreSQL, and for how long at most. */
+export const KEPT_ANSWERS_MAX = 10_000
+export const KEPT_ANSWERS_MAX_AGE_MS = 60_000
+
+export interface ReaderOptions<O, A> {
   /** Tables that come from a left join: null when their primary key is. */
   optional?: readonly O[]
   /**
@@ -10,8 +15,14 @@ export interface ReaderOptions<O> {
    * not changed since (`Database.prepareReusedRow`: SQLite only). For lookups with one parameter
    * whose answer depends on nothing else (no clock: the caller checks expiry itself). Answers
    * are frozen, since requests share them.
+   *
+   * On PostgreSQL, where another instance's commit leaves no trace to compare, answers are kept
+   * only when `topics` says which change notifications end them (kept-answers.ts); without it
+   * every call reads.
    */
   reuse?: boolean
+  /** The change topics an answer depends on (`user:<id>`, …); see kept-answers.ts. */
+  topics?: { families: readonly string[]; of: (answer: A) => readonly string[] }
 }
 
 /** A selection of whole tables, e.g. `{ session: t.sessions, user: t.users }`. */
@@ -26,13 +37,15 @@ type Rows<P extends Parts> = { [K in keyof P]: P[K]['$inferSelect'] }
  * Drizzle would. This removes Drizzle's per-call work (about a tenth of a session read's CPU).
  * Tables named in `optional` come from a left join: they are null when their primary key is.
  */
+type Answer<P extends Parts, O extends keyof P> = Omit<Rows<P>, O> & { [K in O]: Rows<P>[K] | null }
+
 export function rowReader<P extends Parts, O extends keyof P = never>(
   database: Database,
   name: string,
   parts: P,
   build: (selection: Record<string, AnyPgColumn>) => { toSQL(): { sql: string; params: unknown[] } },
-  { optional = [], reuse = false }: ReaderOptions<O> = {},
-): (values: Record<string, unknown>) => Promise<(Omit<Rows<P>, O> & { [K in O]: Rows<P>[K] | null }) | undefined> {
+  { optional = [], reuse = false, topics }: ReaderOptions<O, Answer<P, O>> = {},
+): (values: Record<string, unknown>) => Promise<Answer<P, O> | undefined> {
   const layout: Array<{ part: string; key: string; column: AnyPgColumn }> = []
   const selection: Record<string, AnyPgColumn> = {}
   for (const [part, table] of Object.entries(parts)) {
@@ -59,16 +72,27 @@ export function rowReader<P extends Parts, O extends keyof P = never>(
     }
     return result
   }
+  const frozen = (row: unknown[]) => {
+    const answer = decode(row)
+    for (const part of Object.values(answer)) if (part !== null) Object.freeze(part)
+    return Object.freeze(answer)
+  }
   if (reuse) {
     const named = params.filter((param) => 'name' in param)
     if (named.length !== 1) throw new Error(`rowReader ${name}: a reused answer is keyed by one parameter, not ${named.length}`)
     const keyName = (named[0] as { name: string }).name
-    const reused = database.prepareReusedRow?.(name, query.sql, (row) => {
-      const answer = decode(row)
-      for (const part of Object.values(answer)) if (part !== null) Object.freeze(part)
-      return Object.freeze(answer)
-    })
+    const reused = database.prepareReusedRow?.(name, query.sql, frozen)
     if (reused !== undefined) return ((values: Record<string, unknown>) => reused(String(values[keyName]), bind(values))) as never
+    if (topics !== undefined) {
+      const read = database.prepareRow(name, query.sql)
+      const kept = keptAnswers(database, name, () => new KeptAnswers(name, database.changes, {
+        families: topics.families, topicsOf: topics.of as never, max: KEPT_ANSWERS_MAX, maxAgeMs: KEPT_ANSWERS_MAX_AGE_MS,
+      }))
+      return ((values: Record<string, unknown>) => kept.read(String(values[keyName]), async () => {
+        const row = await read(bind(values))
+        return row === undefined ? undefined : frozen(row)
+      })) as never
+    }
   }
   const read = database.prepareRow(name, query.sql)
   return (async (values: Record<string, unknown>) => {

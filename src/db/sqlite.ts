@@ -115,12 +115,18 @@ export function openSqlite(path: string, onQuery?: QueryTimer): Database {
   const changes: ChangeFeed = {
     up: false,
     async notify(executor, topic) {
+      changes.tell(executor, topic)
+    },
+    tell(executor, topic) {
       const current = context.getStore()
-      if (current !== undefined && current.tx === executor) (current.changes ??= []).push(topic)
-      else subscribers.deliver(topic)
+      if (current !== undefined && current.tx === executor) {
+        ;(current.changes ??= []).push(topic)
+        subscribers.hold(topic)
+      } else subscribers.deliver(topic)
     },
     subscribe: (listener) => subscribers.add(listener),
     onStatus: (listener) => subscribers.addStatus(listener),
+    onHold: (listener) => subscribers.addHold(listener),
     async close() {},
   }
 
@@ -152,6 +158,7 @@ export function openSqlite(path: string, onQuery?: QueryTimer): Database {
         for (const topic of mine.changes ?? []) subscribers.deliver(topic)
         return result
       } finally {
+        for (const topic of mine.changes ?? []) subscribers.release(topic)
         holder = null
         release()
         // Off until the next transaction: on Node 20 an enabled AsyncLocalStorage makes every

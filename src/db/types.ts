@@ -86,9 +86,27 @@ export interface ChangeFeed {
   readonly up: boolean
   /** Sends `topic`, delivered when `executor`'s transaction commits (at once outside a transaction). */
   notify(executor: Db, topic: string): Promise<void>
+  /**
+   * Delivers `topic` to this instance only, as `notify` would: for the topics the database's own
+   * triggers send to every instance (topics.ts). Costs no statement.
+   */
+  tell(executor: Db, topic: string): void
   /** Called with each topic delivered; answers the function that unsubscribes. Starts the feed on first use. */
   subscribe(listener: (topic: string) => void): () => void
   /** Called when the feed goes down (false) or comes back (true). */
   onStatus(listener: (up: boolean) => void): () => void
+  /**
+   * Told of each topic sent by a transaction of this instance while that transaction is open:
+   * `hold` when it is sent, `release` once the transaction ended (after the topic was delivered,
+   * if it committed). Meanwhile the database may already hold the change (its commit is under
+   * way) while this instance has not been told yet, so what the topic names is not answered from
+   * memory.
+   */
+  onHold(listener: HoldListener): () => void
   close(): Promise<void>
+}
+
+export interface HoldListener {
+  hold(topic: string): void
+  release(topic: string): void
 }

@@ -1,5 +1,6 @@
 import { eq } from 'drizzle-orm'
 import type { FastifyInstance } from 'fastify'
+import pg from 'pg'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { settingsRepository, type SettingRow } from '../../src/db/repositories/settings.js'
 import { AppError } from '../../src/http/errors.js'
@@ -8,6 +9,7 @@ import { SETTINGS_REVALIDATE_MS } from '../../src/modules/settings/service.js'
 import { createTestContext, type TestContext } from '../helpers/app.js'
 import { manualClock } from '../helpers/clock.js'
 import { DIALECTS, type TestDialect } from '../helpers/database.js'
+import { until } from '../helpers/until.js'
 
 const DEFINITIONS = Object.entries(CORE_SETTINGS) as Array<[string, SettingDefinition]>
 
@@ -234,7 +236,8 @@ describe.each(DIALECTS)('settings core on %s', (dialect) => {
   })
 
   describe('cache across instances', () => {
-    it('serves a cached value until the revalidation interval, then the other instance\'s change', async () => {
+    it('without change notifications (SQLite), serves a cached value until the revalidation interval, then the other instance\'s change', async () => {
+      if (dialect !== 'sqlite') return
       const ctx = await freshContext(dialect, { file: true })
       const clockA = manualClock()
       const clockB = manualClock()
@@ -261,6 +264,30 @@ describe.each(DIALECTS)('settings core on %s', (dialect) => {
       expect(await b.services.settings.get('team.member_limit')).toBe(42)
     })
 
+    it('with change notifications (PostgreSQL), serves a cached value with no query until the other instance\'s change is announced, then that change, without any clock moving', async () => {
+      if (dialect !== 'postgresql') return
+      const ctx = await freshContext(dialect, { file: true })
+      const a = (await ctx.build({ clock: manualClock() })).app
+      const b = (await ctx.build({ clock: manualClock() })).app
+      await until(() => a.services.database.changes.up && b.services.database.changes.up, { what: 'the change feeds' })
+      expect(await b.services.settings.get('team.member_limit')).toBe(10)
+
+      await a.services.settings.update([{ key: 'team.member_limit', value: 42 }])
+      await until(async () => (await b.services.settings.get('team.member_limit')) === 42, { what: 'B seeing the change' })
+      await a.services.settings.update([{ key: 'global.enable_login', value: false }])
+      await until(async () => (await b.services.settings.get('global.enable_login')) === false, { what: 'B seeing the login switch' })
+      // A change written past the service (a command-line tool's connection) is announced by the database itself.
+      const other = new pg.Client({ connectionString: ctx.database.url })
+      await other.connect()
+      try {
+        await other.query(`update settings set value = '7' where key = 'team.member_limit'`)
+        await other.query('update settings_revision set revision = revision + 1')
+      } finally {
+        await other.end()
+      }
+      await until(async () => (await b.services.settings.get('team.member_limit')) === 7, { what: 'B seeing the other connection\'s change' })
+    })
+
     it('shows an instance its own change at once', async () => {
       const ctx = await freshContext(dialect, { file: true })
       const clockA = manualClock()
@@ -274,8 +301,8 @@ describe.each(DIALECTS)('settings core on %s', (dialect) => {
       expect(await b.services.settings.get('smtp.port')).toBe(2525)
       // B's write reloaded everything, so it also has A's earlier change.
       expect(await b.services.settings.get('smtp.host')).toBe('a.example.com')
-      // A has not revalidated yet.
-      expect(await a.services.settings.get('smtp.port')).toBe(587)
+      // Without notifications (SQLite) A has not revalidated yet; with them it may have been told.
+      if (dialect === 'sqlite') expect(await a.services.settings.get('smtp.port')).toBe(587)
     })
   })
 

@@ -1,8 +1,9 @@
 import { eq, inArray, sql } from 'drizzle-orm'
+import { topics } from '../topics.js'
 import type { Database, Db } from '../types.js'
 
 /** The change topic of one satellite's desired-state document. */
-export const satelliteTopic = (satelliteId: string): string => `satellite:${satelliteId}`
+export const satelliteTopic = topics.satellite
 
 export type DesiredStamps = ReturnType<typeof desiredStamps>
 

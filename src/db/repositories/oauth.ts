@@ -1,5 +1,6 @@
 import { and, eq, gt, isNull, lt, notExists, or, sql } from 'drizzle-orm'
 import { rowReader } from '../row-reader.js'
+import { families, topics } from '../topics.js'
 import type { Database, Db } from '../types.js'
 import { defaultTeamOfUser, type TeamRow } from './teams.js'
 import type { UserRow } from './users.js'
@@ -17,9 +18,10 @@ export function oauthRepository(database: Database, executor: Db = database.db) 
   const { t } = database
   const db = executor
   // Every bearer-authenticated request runs this lookup: built once (on first use), run on the
-  // driver directly, and on SQLite answered again while nothing in the database has changed
-  // (row-reader.ts). The expiry is checked in findLiveAccess, so that the answer depends on the
-  // digest alone.
+  // driver directly, and answered again from memory while nothing it read has changed: on SQLite
+  // while nothing in the database has, on PostgreSQL until a notification names the token, its
+  // user or the default team (row-reader.ts, kept-answers.ts). The expiry is checked in
+  // findLiveAccess, so that the answer depends on the digest alone.
   const prepareAccess = () => rowReader(database, 'oauth_access_by_digest', { token: t.oauthTokens, user: t.users, defaultTeam: t.teams }, (selection) => database.db
     .select(selection)
     .from(t.oauthTokens)
@@ -29,8 +31,18 @@ export function oauthRepository(database: Database, executor: Db = database.db) 
       eq(t.oauthTokens.digest, sql.placeholder('digest')),
       eq(t.oauthTokens.kind, 'access'),
       eq(t.oauthTokens.revoked, false),
-    )), { optional: ['defaultTeam'], reuse: true })
+    )), {
+    optional: ['defaultTeam'],
+    reuse: true,
+    topics: {
+      families: [families.token, families.user, families.team],
+      of: ({ token, user, defaultTeam }) => defaultTeam === null
+        ? [topics.token(token.id), topics.user(user.id)]
+        : [topics.token(token.id), topics.user(user.id), topics.team(defaultTeam.id)],
+    },
+  })
   let accessByDigest: ReturnType<typeof prepareAccess> | undefined
+  const told = (topic: string) => database.changes.tell(db, topic)
 
   return {
     with: (tx: Db) => oauthRepository(database, tx),
@@ -140,7 +152,8 @@ export function oauthRepository(database: Database, executor: Db = database.db) 
     /** Ends a grant: it and every token descending from it. */
     async revokeGrant(grantId: string, now: Date): Promise<void> {
       await db.update(t.oauthGrants).set({ revokedAt: now }).where(and(eq(t.oauthGrants.id, grantId), isNull(t.oauthGrants.revokedAt)))
-      await db.update(t.oauthTokens).set({ revoked: true }).where(eq(t.oauthTokens.grantId, grantId))
+      const ended = await db.update(t.oauthTokens).set({ revoked: true }).where(eq(t.oauthTokens.grantId, grantId)).returning({ id: t.oauthTokens.id })
+      for (const { id } of ended) told(topics.token(id))
     },
 
     /**
@@ -155,6 +168,7 @@ export function oauthRepository(database: Database, executor: Db = database.db) 
         .where(and(eq(t.oauthGrants.userId, userId), isNull(t.oauthGrants.revokedAt)))
         .returning({ id: t.oauthGrants.id })
       await db.update(t.oauthTokens).set({ revoked: true }).where(and(eq(t.oauthTokens.userId, userId), eq(t.oauthTokens.revoked, false)))
+      told(topics.user(userId))
       await db.delete(t.oauthConsents).where(eq(t.oauthConsents.userId, userId))
       return ended.length
     },
@@ -201,6 +215,7 @@ export function oauthRepository(database: Database, executor: Db = database.db) 
 
     async revokeToken(id: string): Promise<void> {
       await db.update(t.oauthTokens).set({ revoked: true }).where(eq(t.oauthTokens.id, id))
+      told(topics.token(id))
     },
 
     async purgeExpired(now: Date): Promise<void> {

@@ -1,6 +1,7 @@
 import { and, count, desc, eq, gte, inArray, isNotNull, isNull, lt, or, sql, type SQL } from 'drizzle-orm'
 import type { SatelliteMetrics } from '../../formats/satellite-reports.js'
 import { rowReader } from '../row-reader.js'
+import { families, topics } from '../topics.js'
 import type { Database, Db } from '../types.js'
 
 export type SatelliteRow = Database['t']['satellites']['$inferSelect']
@@ -31,9 +32,18 @@ export function satellitesRepository(database: Database, executor: Db = database
   const db = executor
   const satellites = t.satellites
   // Every satellite-authenticated request runs this lookup: built once, run on the driver directly,
-  // and on SQLite answered again while nothing in the database has changed (row-reader.ts).
+  // and answered again from memory while nothing it read has changed: on SQLite while nothing in
+  // the database has, on PostgreSQL until a notification names the satellite or its team
+  // (row-reader.ts, kept-answers.ts). Of the row, only what findByKeyDigest returns is used: the
+  // database announces changes to those columns, not every heartbeat.
   const byDigest = rowReader(database, 'satellite_by_key', { satellite: satellites }, (selection) => database.db
-    .select(selection).from(satellites).where(eq(satellites.keyDigest, sql.placeholder('digest'))), { reuse: true })
+    .select(selection).from(satellites).where(eq(satellites.keyDigest, sql.placeholder('digest'))), {
+    reuse: true,
+    topics: {
+      families: [families.satellite, families.team],
+      of: ({ satellite }) => satellite.teamId === null ? [topics.satellite(satellite.id)] : [topics.satellite(satellite.id), topics.team(satellite.teamId)],
+    },
+  })
 
   const silent = (since: Date): SQL => or(isNull(satellites.lastHeartbeatAt), lt(satellites.lastHeartbeatAt, since))!
   const enabled = isNull(satellites.disabledAt)

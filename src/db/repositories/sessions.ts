@@ -1,5 +1,6 @@
 import { and, eq, lt, ne, sql } from 'drizzle-orm'
 import { rowReader } from '../row-reader.js'
+import { families, topics } from '../topics.js'
 import type { Database, Db } from '../types.js'
 import { defaultTeamOfUser, type TeamRow } from './teams.js'
 import type { UserRow } from './users.js'
@@ -11,15 +12,28 @@ export type SessionsRepository = ReturnType<typeof sessionsRepository>
 export function sessionsRepository(database: Database, executor: Db = database.db) {
   const { t } = database
   const db = executor
-  // Every authenticated request runs this lookup: built once, run on the driver directly, and on
-  // SQLite answered again while nothing in the database has changed (row-reader.ts). The expiry
-  // is checked here rather than in SQL, so that the answer depends on the digest alone.
+  // Every authenticated request runs this lookup: built once, run on the driver directly, and
+  // answered again from memory while nothing it read has changed: on SQLite while nothing in the
+  // database has, on PostgreSQL until a notification names the session, its user or the default
+  // team (row-reader.ts, kept-answers.ts). The expiry is checked here rather than in SQL, so that
+  // the answer depends on the digest alone. Every write below tells this instance what it
+  // changed; the database's triggers tell every instance.
   const byDigest = rowReader(database, 'session_by_digest', { session: t.sessions, user: t.users, defaultTeam: t.teams }, (selection) => database.db
     .select(selection)
     .from(t.sessions)
     .innerJoin(t.users, eq(t.users.id, t.sessions.userId))
     .leftJoin(t.teams, defaultTeamOfUser(database))
-    .where(eq(t.sessions.digest, sql.placeholder('digest'))), { optional: ['defaultTeam'], reuse: true })
+    .where(eq(t.sessions.digest, sql.placeholder('digest'))), {
+    optional: ['defaultTeam'],
+    reuse: true,
+    topics: {
+      families: [families.session, families.user, families.team],
+      of: ({ session, user, defaultTeam }) => defaultTeam === null
+        ? [topics.session(session.id), topics.user(user.id)]
+        : [topics.session(session.id), topics.user(user.id), topics.team(defaultTeam.id)],
+    },
+  })
+  const told = (topic: string) => database.changes.tell(db, topic)
   return {
     with: (tx: Db) => sessionsRepository(database, tx),
 
@@ -35,10 +49,12 @@ export function sessionsRepository(database: Database, executor: Db = database.d
 
     async extend(id: string, expiresAt: Date): Promise<void> {
       await db.update(t.sessions).set({ expiresAt }).where(eq(t.sessions.id, id))
+      told(topics.session(id))
     },
 
     async deleteByDigest(digest: string): Promise<string | null> {
-      const [row] = await db.delete(t.sessions).where(eq(t.sessions.digest, digest)).returning({ userId: t.sessions.userId })
+      const [row] = await db.delete(t.sessions).where(eq(t.sessions.digest, digest)).returning({ id: t.sessions.id, userId: t.sessions.userId })
+      if (row !== undefined) told(topics.session(row.id))
       return row?.userId ?? null
     },
 
@@ -46,8 +62,10 @@ export function sessionsRepository(database: Database, executor: Db = database.d
     async deleteForUser(userId: string, keepId?: string): Promise<void> {
       const where = keepId === undefined ? eq(t.sessions.userId, userId) : and(eq(t.sessions.userId, userId), ne(t.sessions.id, keepId))
       await db.delete(t.sessions).where(where)
+      told(topics.user(userId))
     },
 
+    /** Expired sessions are refused whatever is kept (their expiry is checked on every use). */
     async purgeExpired(now: Date): Promise<void> {
       await db.delete(t.sessions).where(lt(t.sessions.expiresAt, now))
     },

@@ -3,6 +3,7 @@ import { slugCandidates, slugify } from '../../lib/slug.js'
 import { newId } from '../ids.js'
 import { desiredStamps } from './desired-stamps.js'
 import { rowReader } from '../row-reader.js'
+import { topics } from '../topics.js'
 import type { Database, Db } from '../types.js'
 
 export type TeamRow = Database['t']['teams']['$inferSelect']
@@ -55,6 +56,8 @@ const membershipReader = (database: Database) => rowReader(database, 'team_membe
 export function teamsRepository(database: Database, executor: Db = database.db) {
   const { t, dialect } = database
   const db = executor
+  // What the credential checks keep includes the caller's default team (kept-answers.ts).
+  const told = (topic: string) => database.changes.tell(db, topic)
   // A literal, not a bound parameter: only then can SQLite use the partial index
   // teams_one_default_per_owner (measured: 6 µs instead of 29 µs for the default-team read).
   const isDefaultTeam = dialect === 'sqlite' ? sql`${t.teams.isDefault} = 1` : sql`${t.teams.isDefault}`
@@ -77,6 +80,8 @@ export function teamsRepository(database: Database, executor: Db = database.db) 
 
   async function create(team: { ownerId: string; name: string; description: string | null; isDefault: boolean }, now: Date): Promise<TeamRow> {
     const row = await insertWithFreeSlug({ id: newId(), ...team, createdAt: now, updatedAt: now })
+    // A default team is part of what the credential checks keep about its owner, also when it appears.
+    if (team.isDefault) told(topics.user(team.ownerId))
     await db.insert(t.teamMembers).values({ teamId: row.id, userId: team.ownerId, role: 'team_admin', joinedAt: now })
     return row
   }
@@ -138,16 +143,19 @@ export function teamsRepository(database: Database, executor: Db = database.db) 
 
     async update(teamId: string, patch: { name?: string; description?: string | null }, now: Date): Promise<void> {
       await db.update(t.teams).set({ ...patch, updatedAt: now }).where(eq(t.teams.id, teamId))
+      told(topics.team(teamId))
     },
 
     async delete(teamId: string): Promise<void> {
       // Its installations go with it: their satellites' documents change.
       await desiredStamps(database, db).ofTeam(teamId)
       await db.delete(t.teams).where(eq(t.teams.id, teamId))
+      told(topics.team(teamId))
     },
 
     async setOwner(teamId: string, ownerId: string, now: Date): Promise<void> {
       await db.update(t.teams).set({ ownerId, updatedAt: now }).where(eq(t.teams.id, teamId))
+      told(topics.team(teamId))
     },
 
     async countOwnedNonDefault(userId: string): Promise<number> {
@@ -232,6 +240,7 @@ export function teamsRepository(database: Database, executor: Db = database.db) 
     async deleteDefaultOf(ownerId: string): Promise<void> {
       await desiredStamps(database, db).ofMember(ownerId)
       await db.delete(t.teams).where(and(eq(t.teams.ownerId, ownerId), isDefaultTeam))
+      told(topics.user(ownerId))
     },
   }
 }

@@ -1,4 +1,5 @@
 import { and, count, desc, eq, isNotNull, or, sql, type SQL } from 'drizzle-orm'
+import { topics } from '../topics.js'
 import type { Database, Db } from '../types.js'
 import { desiredStamps } from './desired-stamps.js'
 
@@ -29,6 +30,8 @@ export type UsersRepository = ReturnType<typeof usersRepository>
 export function usersRepository(database: Database, executor: Db = database.db) {
   const { t, dialect } = database
   const db = executor
+  // What the credential checks keep about a user ends with any write to its row (kept-answers.ts).
+  const told = (topic: string) => database.changes.tell(db, topic)
   const lower = (column: typeof t.users.email | typeof t.users.username) => sql`lower(${column})`
   const encode = <C extends typeof t.users.failedLoginsSince | typeof t.users.lockedUntil>(value: Date, column: C) => sql.param(value, column)
 
@@ -106,6 +109,7 @@ export function usersRepository(database: Database, executor: Db = database.db) 
 
     async update(id: string, patch: Partial<NewUser>): Promise<UserRow | undefined> {
       const [row] = await db.update(t.users).set(patch).where(eq(t.users.id, id)).returning()
+      told(topics.user(id))
       return row
     },
 
@@ -113,6 +117,7 @@ export function usersRepository(database: Database, executor: Db = database.db) 
       // Their memberships and own values go with them: the documents of the satellites running their teams' installations change.
       await desiredStamps(database, db).ofMember(id)
       await db.delete(t.users).where(eq(t.users.id, id))
+      told(topics.user(id))
     },
 
     async countAdmins(): Promise<number> {
@@ -138,11 +143,13 @@ export function usersRepository(database: Database, executor: Db = database.db) 
         })
         .where(eq(t.users.id, id))
         .returning({ failures: t.users.failedLogins, lockedUntil: t.users.lockedUntil })
+      told(topics.user(id))
       return row ?? { failures: 0, lockedUntil: null }
     },
 
     async resetFailedLogins(id: string): Promise<void> {
       await db.update(t.users).set({ failedLogins: 0, failedLoginsSince: null, lockedUntil: null }).where(eq(t.users.id, id))
+      told(topics.user(id))
     },
 
     /** Filtering, counting and paging happen in the database. */

@@ -1,5 +1,6 @@
 import type { ChangeFeed } from '../../db/changes.js'
 import type { ChannelRepository } from '../../db/repositories/channel.js'
+import { families } from '../../db/topics.js'
 import type { ValueBox } from '../installations/sealed-values.js'
 import { buildDocument, type BuiltDocument } from './documents.js'
 
@@ -7,7 +8,7 @@ import { buildDocument, type BuiltDocument } from './documents.js'
 export const MAX_WAIT_SECONDS = 30
 /** While change notifications are down, a held request looks at the stamp this often instead. */
 const DOWN_RECHECK_MS = 1_000
-const TOPIC_PREFIX = 'satellite:'
+const TOPIC_PREFIX = families.satellite
 
 export type Answer = { kind: 'document'; built: BuiltDocument } | { kind: 'unchanged'; etag: string } | { kind: 'gone' } | { kind: 'disabled' }
 

@@ -1,4 +1,5 @@
 import { Counter, Gauge, Registry } from 'prom-client'
+import { keptAnswersStats } from '../../db/kept-answers.js'
 import type { Database, PoolStats, QueryTimer } from '../../db/types.js'
 import { processMetrics } from './process.js'
 import { CountingHistogram } from './histogram.js'
@@ -50,6 +51,7 @@ export class Metrics {
   readonly logins: LoginMetrics
   readonly tokens: TokenMetrics
   private pool: Pick<Database, 'poolStats'> | null = null
+  private kept: object | null = null
 
   constructor() {
     const registers = [this.registry]
@@ -116,6 +118,15 @@ export class Metrics {
     this.pool = database
   }
 
+  /**
+   * Exports what the credential lookups answered from memory (kept-answers.ts), read at scrape
+   * time. Called when the database is opened.
+   */
+  watchKeptAnswers(database: object): void {
+    if (this.kept === null) this.registerKeptAnswers()
+    this.kept = database
+  }
+
   get contentType(): string {
     return this.registry.contentType
   }
@@ -123,6 +134,38 @@ export class Metrics {
   /** The text exposition of this app's metrics and the process's. */
   scrape(): Promise<string> {
     return Registry.merge([processMetrics(), this.registry]).metrics()
+  }
+
+  private registerKeptAnswers(): void {
+    const registers = [this.registry]
+    const read = () => (this.kept === null ? [] : keptAnswersStats(this.kept))
+    const counted = new Map<string, number>()
+    new Counter({
+      name: 'credential_cache_lookups_total',
+      help: 'Credential lookups (session, access token, satellite key) by lookup and result: hit (answered from memory), miss (read, with change notifications received), bypassed (read: notifications not received). On SQLite these lookups check the database change stamp instead and are not counted here.',
+      labelNames: ['lookup', 'result'] as const,
+      registers,
+      collect() {
+        for (const stats of read()) {
+          for (const result of ['hit', 'miss', 'bypassed'] as const) {
+            const total = result === 'hit' ? stats.hits : result === 'miss' ? stats.misses : stats.bypassed
+            const key = `${stats.name}/${result}`
+            const delta = total - (counted.get(key) ?? 0)
+            counted.set(key, total)
+            if (delta > 0) this.inc({ lookup: stats.name, result }, delta)
+          }
+        }
+      },
+    })
+    new Gauge({
+      name: 'credential_cache_entries',
+      help: 'Credential answers kept in memory, by lookup.',
+      labelNames: ['lookup'] as const,
+      registers,
+      collect() {
+        for (const stats of read()) this.set({ lookup: stats.name }, stats.size)
+      },
+    })
   }
 
   private registerPoolGauges(): void {

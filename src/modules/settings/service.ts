@@ -1,6 +1,7 @@
 import type { Config } from '../../config.js'
 import type { SettingRow, SettingsRepository } from '../../db/repositories/settings.js'
-import type { Db } from '../../db/types.js'
+import { topics } from '../../db/topics.js'
+import type { ChangeFeed, Db } from '../../db/types.js'
 import { errors, type FieldProblem } from '../../http/errors.js'
 import type { Clock } from '../../lib/clock.js'
 import type { SecretBox } from '../../lib/secret-box.js'
@@ -20,8 +21,12 @@ import { environmentSeeds, type SettingChange } from './environment-seeds.js'
 export type { SettingChange }
 
 /**
- * How stale a cached value may be. Another instance's change is seen within this bound plus
- * one query (the API promises 5 s); this instance's own changes are seen at once.
+ * How stale a cached value may be while change notifications are not received (always on SQLite,
+ * where another process on the file is not heard; on PostgreSQL while the listening connection is
+ * down). Another instance's change is seen within this bound plus one query (the API promises
+ * 5 s); this instance's own changes are seen at once. While notifications are received, the
+ * cache is trusted until one says the settings changed, so a change on any instance (the login
+ * switch included) counts everywhere as soon as it is delivered, and reading costs no query.
  */
 export const SETTINGS_REVALIDATE_MS = 2000
 
@@ -51,6 +56,8 @@ interface Deps {
   box: SecretBox
   clock: Clock
   config: Config
+  /** Change notifications (absent for a command-line tool, which only writes). */
+  feed?: ChangeFeed
   definitions?: Readonly<Record<string, SettingDefinition>>
   groups?: readonly SettingGroup[]
 }
@@ -70,14 +77,29 @@ export class SettingsService {
   private checkedAt = Number.NEGATIVE_INFINITY
   private revalidating: Promise<void> | null = null
   private readonly checks = new Map<string, SettingCheck>()
+  private readonly feed: ChangeFeed | undefined
+  /** Whether the cache is current until a notification says otherwise. */
+  private trusted = false
+  /** Moved by every notification of a change and of the feed's state. */
+  private generation = 0
 
-  constructor({ repository, box, clock, config, definitions = CORE_SETTINGS, groups = CORE_GROUPS }: Deps) {
+  constructor({ repository, box, clock, config, feed, definitions = CORE_SETTINGS, groups = CORE_GROUPS }: Deps) {
     this.repository = repository
     this.box = box
     this.clock = clock
     this.config = config
     this.definitions = new Map(Object.entries(definitions))
     this.groups = groups
+    this.feed = feed
+    const distrust = () => {
+      this.generation++
+      this.trusted = false
+      this.checkedAt = Number.NEGATIVE_INFINITY
+    }
+    feed?.subscribe((topic) => {
+      if (topic === topics.settings) distrust()
+    })
+    feed?.onStatus(distrust)
   }
 
   /** Seeds every definition (never overwriting), applies the environment seeds, fills the cache. */
@@ -195,12 +217,19 @@ export class SettingsService {
   }
 
   private async revalidate(): Promise<void> {
+    if (this.trusted && this.feed?.up === true) return
     if (this.clock.now() - this.checkedAt < SETTINGS_REVALIDATE_MS) return
     this.revalidating ??= (async () => {
+      // Trusted afterwards only if no notification came while reading.
+      const generation = this.generation
+      const up = this.feed?.up === true
       try {
         const revision = await this.repository.revision()
         if (revision !== this.revision) await this.reload()
         else this.checkedAt = this.clock.now()
+        this.trusted = up && generation === this.generation
+        // A change announced while reading may not be in what was read: look again at the next read.
+        if (generation !== this.generation) this.checkedAt = Number.NEGATIVE_INFINITY
       } finally {
         this.revalidating = null
       }
