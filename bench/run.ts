@@ -12,6 +12,7 @@ import { installationWorkloads } from './installations.js'
 import { bearerToken, PASSWORD, SECRET, signUp, startCommand } from './service.js'
 import { againstBare, CONNECTIONS, load, rssMb, SECONDS, start, stop, STARTS, table, type Measurement, type Request, type Started } from './harness.js'
 import { registryLines, registryWorkloads } from './registry.js'
+import { keptAnswerCounts, METRICS_TOKEN, revocationLines, revocationWorkloads, type RevocationResult } from './revocation.js'
 import { satelliteWorkloads } from './satellites.js'
 
 /**
@@ -28,8 +29,11 @@ import { satelliteWorkloads } from './satellites.js'
  * memory after a mixed load with a login flood; satellites (bench/satellites.ts); the catalogue
  * (bench/catalogue.ts); registry import, the sub-registry walk and list (bench/registry.ts); the
  * installations list the command-line client reads (bench/installations.ts); the satellite control
- * channel (bench/channel.ts: unchanged polls, held long-polls, change to wake, document builds).
- * `npm run bench -- --hot-path` measures the hot path only; `npm run bench -- --registry` the registry
+ * channel (bench/channel.ts: unchanged polls, held long-polls, change to wake, document builds); how
+ * soon a logout, a token revocation or a role change on one instance counts on a second one, and
+ * the share of credential lookups answered from memory (bench/revocation.ts).
+ * `npm run bench -- --hot-path` measures the hot path, the revocation figures and the control
+ * channel only; `npm run bench -- --registry` the registry
  * only; `npm run bench -- --memory` the logins and the mixed load with its memory readings only;
  * `npm run bench -- --catalogue` the catalogue only; `npm run bench -- --installations` the
  * installations list only.
@@ -132,7 +136,7 @@ async function main(): Promise<void> {
     for (const dialect of ['sqlite', 'postgresql'] as const) {
       const dataDir = mkdtempSync(join(tmpdir(), 'svc-bench-'))
       const database = await createTestDatabase(dialect, dataDir)
-      const env = { ...startEnv, DATA_DIR: dataDir, DATABASE_URL: database.url, ENCRYPTION_SECRET: SECRET, RATE_LIMIT_ENABLED: 'false' }
+      const env = { ...startEnv, DATA_DIR: dataDir, DATABASE_URL: database.url, ENCRYPTION_SECRET: SECRET, RATE_LIMIT_ENABLED: 'false', METRICS_TOKEN }
       try {
         const starts: number[] = []
         let last: Started | null = null
@@ -212,12 +216,26 @@ async function main(): Promise<void> {
         hot.push(await againstBare(bare.url, 'GET /api/teams/me/default, session', `${url}/api/teams/me/default`, session, TARGETS.authenticated[dialect]))
         hot.push(await againstBare(bare.url, 'GET /api/teams/me/default, bearer', `${url}/api/teams/me/default`, bearer, TARGETS.authenticated[dialect]))
         hot.push(await againstBare(bare.url, 'GET /api/health/ready (one query)', `${url}/api/health/ready`))
+        // What the hot path's credential lookups answered from memory, then how soon a change on
+        // one instance counts on a second one (bench/revocation.ts).
+        const keptCounts = await keptAnswerCounts(url)
+        const other = await start(server, { ...env, PORT: String(++port) })
+        let revocation: RevocationResult[]
+        try {
+          revocation = await revocationWorkloads(url, other.url, cookie)
+        } finally {
+          await stop(other.child)
+        }
         say(`\n${dialect}: cold start to first 200, median ${median(starts).toFixed(0)} ms (of ${STARTS}: ${starts.map((ms) => ms.toFixed(0)).join(', ')})`)
-        const result: Record<string, unknown> = { cold_start_ms: { median: Math.round(median(starts)), all: starts.map(Math.round) }, hot_path: hot }
+        const result: Record<string, unknown> = { cold_start_ms: { median: Math.round(median(starts)), all: starts.map(Math.round) }, hot_path: hot, kept_answers: keptCounts, revocation }
         ;(report.dialects as Record<string, unknown>)[dialect] = result
         if (HOT_PATH_ONLY) {
-          say(table(hot))
+          // The control channel's held long-polls and change to wake, kept in the same run.
+          const channel = await channelWorkloads(channelOptions)
+          result.channel = channel
           await stop(running.child)
+          say(table([...hot, ...channel.measurements]))
+          for (const line of [...revocationLines(revocation, keptCounts), ...channel.notes, ...channelLines(channel)]) say(`  ${line}`)
           continue
         }
         const { logins, loginLine } = await loginFlood(url, rawArgon2)
@@ -232,6 +250,7 @@ async function main(): Promise<void> {
 
         Object.assign(result, { logins, memory: { idle_rss_mb: idleRss, mixed, final_rss_mb: finalRss }, satellites, registry, catalogue, installations, channel })
         say(table([...hot, ...satellites, ...registry.measurements, ...catalogue.measurements, ...installations.measurements, ...channel.measurements]))
+        for (const line of revocationLines(revocation, keptCounts)) say(`  ${line}`)
         for (const line of registryLines(registry)) say(`  ${line}`)
         for (const note of catalogue.notes) say(`  ${note}`)
         for (const note of installations.notes) say(`  ${note}`)

@@ -6,6 +6,7 @@ import { createTestContext, testConfig, type TestContext } from '../helpers/app.
 import { DIALECTS } from '../helpers/database.js'
 import { ALL_SCOPES, bearer, CLI_CLIENT_ID, issueTokens, refresh, revoke } from '../helpers/oauth.js'
 import { parseExposition, valueOf, type Sample } from '../helpers/prometheus.js'
+import { until } from '../helpers/until.js'
 
 const METRICS_TOKEN = 'scrape-0123456789-abcdefghij'
 const NO_IP_LIMIT = { RATE_LIMIT_ENABLED: 'false' }
@@ -169,7 +170,8 @@ describe.each(DIALECTS)('GET /api/metrics on %s', (dialect) => {
 
     it('times database statements, and on PostgreSQL exports the connection pool', async () => {
       const before = (await scrape()).samples
-      expect((await app.inject({ method: 'GET', url: '/api/users/me', headers: { cookie: user.cookie } })).statusCode).toBe(200)
+      // The caller's teams are read from the database (a credential check may be answered from memory).
+      expect((await app.inject({ method: 'GET', url: '/api/teams/me', headers: { cookie: user.cookie } })).statusCode).toBe(200)
       const { samples } = await scrape()
       expect(count(samples, 'db_query_duration_seconds_count')).toBeGreaterThan(count(before, 'db_query_duration_seconds_count'))
       expect(count(samples, 'db_query_duration_seconds_sum')).toBeGreaterThan(0)
@@ -187,6 +189,23 @@ describe.each(DIALECTS)('GET /api/metrics on %s', (dialect) => {
       expect(valueOf(samples, 'db_pool_waiting')).toBe(0)
       // DATABASE_POOL_SIZE's default.
       expect(valueOf(samples, 'db_pool_max_connections')).toBe(10)
+    })
+
+    it('counts the credential lookups answered from memory (PostgreSQL; SQLite checks its change stamp and exports none)', async () => {
+      const lookups = (samples: Awaited<ReturnType<typeof scrape>>['samples'], result: string) =>
+        valueOf(samples, 'credential_cache_lookups_total', { lookup: 'session_by_digest', result }) ?? 0
+      if (dialect === 'postgresql') await until(() => app.services.database.changes.up, { what: 'the change feed' })
+      const before = (await scrape()).samples
+      for (let index = 0; index < 3; index++) {
+        expect((await app.inject({ method: 'GET', url: '/api/users/me', headers: { cookie: user.cookie } })).statusCode).toBe(200)
+      }
+      const { samples } = await scrape()
+      if (dialect === 'sqlite') {
+        expect(samples.filter((sample) => sample.name.startsWith('credential_cache_'))).toEqual([])
+        return
+      }
+      expect(lookups(samples, 'hit') - lookups(before, 'hit')).toBeGreaterThanOrEqual(2)
+      expect(valueOf(samples, 'credential_cache_entries', { lookup: 'session_by_digest' })).toBeGreaterThanOrEqual(1)
     })
 
     it('exports the process: event-loop lag, CPU, memory', async () => {

@@ -92,7 +92,7 @@ export const settingsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         'without credentials, query, fragment, whitespace or control characters) → else 400 VALIDATION_ERROR. 404 NOT_FOUND for an unknown key, naming it: ' +
         'settings are defined in code and cannot be created. Setting a secret that was `readable: false` seals it ' +
         'with the current ENCRYPTION_SECRET, so it is readable again. Audit-logged (`settings.updated`, keys only). ' +
-        'Other instances see the change within 5 s.',
+        'Other instances see the change as soon as the database notifies them (PostgreSQL: milliseconds), and within 5 s whatever happens (SQLite, or an instance whose notification connection is down).',
       params: KeyParams, body: ValueBody, response: { 200: SettingEnvelope },
     },
   }, async (request) => {
