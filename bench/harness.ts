@@ -28,6 +28,8 @@ export async function start(args: string[], env: Record<string, string>): Promis
   })
   const url = `http://127.0.0.1:${env.PORT}`
   processes.set(url, child.pid!)
+  running.add(child)
+  child.once('exit', () => running.delete(child))
   for (;;) {
     try {
       const response = await fetch(`${url}/api/health`)
@@ -42,6 +44,11 @@ export async function start(args: string[], env: Record<string, string>): Promis
 
 /** The process behind each URL the bench started, for its CPU time. */
 const processes = new Map<string, number>()
+/** Every server still running: killed when the bench ends, however it ends, so none is left behind to load the next run. */
+const running = new Set<ChildProcess>()
+process.once('exit', () => {
+  for (const child of running) child.kill('SIGKILL')
+})
 
 /** User plus system CPU time of a process, in microseconds (Linux: /proc, in clock ticks of 10 ms). */
 export function cpuMicros(pid: number): number {

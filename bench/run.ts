@@ -82,7 +82,7 @@ const say = (line = '') => {
 const TARGETS = {
   health: { sqlite: 80, postgresql: 80 },
   anonymous: { sqlite: 70, postgresql: 70 },
-  authenticated: { sqlite: 50, postgresql: 25 },
+  authenticated: { sqlite: 55, postgresql: 45 },
   installations: { sqlite: 30, postgresql: 15 },
 }
 

@@ -28,14 +28,20 @@ export async function bearerToken(url: string, cookie: string, scope = 'teams:re
     code_challenge: createHash('sha256').update(verifier).digest('base64url'), code_challenge_method: 'S256',
   })
   const authorize = await fetch(`${url}/api/oauth2/auth?${query}`, { headers: { cookie }, redirect: 'manual' })
-  const consentUrl = new URL(authorize.headers.get('location')!, url)
-  const details = await (await fetch(consentUrl, { headers: { cookie, accept: 'application/json' } })).json() as { data: { request_id: string; csrf_token: string } }
-  const decided = await fetch(`${url}/api/oauth2/consent`, {
-    method: 'POST',
-    headers: { cookie, 'content-type': 'application/json' },
-    body: JSON.stringify({ request_id: details.data.request_id, decision: 'approve', csrf_token: details.data.csrf_token }),
-  })
-  const code = new URL(((await decided.json()) as { data: { redirect_url: string } }).data.redirect_url).searchParams.get('code')!
+  const location = authorize.headers.get('location')!
+  let code: string
+  if (location.startsWith(redirectUri)) {
+    // A consent given before is remembered: the code comes at once.
+    code = new URL(location).searchParams.get('code')!
+  } else {
+    const details = await (await fetch(new URL(location, url), { headers: { cookie, accept: 'application/json' } })).json() as { data: { request_id: string; csrf_token: string } }
+    const decided = await fetch(`${url}/api/oauth2/consent`, {
+      method: 'POST',
+      headers: { cookie, 'content-type': 'application/json' },
+      body: JSON.stringify({ request_id: details.data.request_id, decision: 'approve', csrf_token: details.data.csrf_token }),
+    })
+    code = new URL(((await decided.json()) as { data: { redirect_url: string } }).data.redirect_url).searchParams.get('code')!
+  }
   const token = await fetch(`${url}/api/oauth2/token`, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
