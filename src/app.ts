@@ -62,6 +62,8 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** The services built on the database; 503 DATABASE_NOT_CONFIGURED before setup. */
     readonly services: Services
+    /** Readiness answers 503 from now on, while requests are still served (a drain before closing). */
+    drain(): void
   }
   interface FastifyRequest {
     /** Set by the policy hook for every non-public route. */
@@ -137,6 +139,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     registerTimeoutMs: options.pluginRegisterTimeoutMs,
   })
   app.decorate('services', { getter: () => lifecycle.current })
+  app.decorate('drain', () => {
+    lifecycle.draining = true
+  })
   app.decorateRequest('caller', null)
   keepRouteOptions(app)
   app.decorateReply('errorCode', null)

@@ -24,6 +24,12 @@ export interface Config {
   database: DatabaseTarget
   databaseAutoSetup: boolean
   databasePoolSize: number
+  /**
+   * On SIGTERM, how long readiness answers 503 while requests are still served, before the
+   * service stops accepting: the load balancer's health check sees it unready and sends the
+   * next requests elsewhere (0: stop at once, for a single instance).
+   */
+  shutdownDrainMs: number
   encryptionSecret: string
   nodeEnv: string
   isProduction: boolean
@@ -217,6 +223,7 @@ export function loadConfig(env: Environment = readEnvironment(), { terminal = pr
     database: database as DatabaseTarget,
     databaseAutoSetup: boolean('DATABASE_AUTO_SETUP', true),
     databasePoolSize: integer('DATABASE_POOL_SIZE', 10, 1, 500),
+    shutdownDrainMs: integer('SHUTDOWN_DRAIN_SECONDS', 0, 0, 300) * 1000,
     encryptionSecret: '',
     nodeEnv,
     isProduction,

@@ -23,10 +23,17 @@ try {
   process.exit(1)
 }
 
-// SIGTERM/SIGINT: stop accepting, let in-flight requests finish (up to 10 s), close the database.
-closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {
+// SIGTERM/SIGINT: with SHUTDOWN_DRAIN_SECONDS, readiness turns 503 while requests are still
+// served, so that a load balancer drains this instance; then stop accepting, let in-flight
+// requests finish (up to 10 s), close the database.
+const drainMs = config.shutdownDrainMs
+closeWithGrace({ delay: 10_000 + drainMs }, async ({ signal, err }) => {
   if (err) app.log.error({ err }, 'shutting down after an uncaught error')
-  else app.log.info({ signal }, 'shutting down')
+  else app.log.info({ signal, drain_ms: drainMs }, 'shutting down')
+  if (!err && drainMs > 0) {
+    app.drain()
+    await new Promise((resolve) => setTimeout(resolve, drainMs))
+  }
   await app.close()
 })
 

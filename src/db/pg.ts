@@ -20,6 +20,8 @@ const CONNECT_TIMEOUT_MS = 5_000
  * writes; migrations run on a connection of their own, without this limit.
  */
 const QUERY_TIMEOUT_MS = 10_000
+/** SQLSTATE read_only_sql_transaction: a write sent to a server that is a hot standby. */
+const READ_ONLY_TRANSACTION = '25006'
 
 type Callback = (error: unknown, ...results: unknown[]) => void
 
@@ -92,7 +94,14 @@ class GuardedClient extends pg.Client {
   }
 
   private classify(error: unknown): unknown {
-    if (error instanceof pg.DatabaseError) return error
+    if (error instanceof pg.DatabaseError) {
+      if (error.code !== READ_ONLY_TRANSACTION) return error
+      // This connection reached a server that takes no writes: a standby, or a primary being
+      // demoted while its address moves to the promoted one. The connection is given up (the
+      // pool opens the next one at the database address again) and the request is told to retry.
+      this.lost = true
+      return new DatabaseUnavailableError(error)
+    }
     return this.lost ? new DatabaseUnavailableError(error) : error
   }
 }

@@ -77,9 +77,12 @@ export const errors = {
     new AppError(415, 'UNSUPPORTED_MEDIA_TYPE', 'The request body must be sent as Content-Type: application/json.'),
   databaseNotConfigured: () =>
     new AppError(503, 'DATABASE_NOT_CONFIGURED', 'The database is not configured yet: POST /api/db/setup first.'),
+  // A 503 says when to come back (RFC 9110 §10.2.3): a second is enough for another instance, or
+  // for the pool to reach the database again after a restart or a failover.
   shuttingDown: () =>
-    new AppError(503, 'SHUTTING_DOWN', 'The service is shutting down; send the request again (another instance, or this one after its restart).'),
+    new AppError(503, 'SHUTTING_DOWN', 'The service is shutting down; send the request again (another instance, or this one after its restart).')
+      .withHeaders({ 'retry-after': '1' }),
   databaseUnavailable: () =>
-    new AppError(503, 'DATABASE_UNAVAILABLE', 'The database is not answering; try again shortly.'),
+    new AppError(503, 'DATABASE_UNAVAILABLE', 'The database is not answering; try again shortly.').withHeaders({ 'retry-after': '1' }),
   internal: () => new AppError(500, 'INTERNAL_ERROR', 'Internal server error.'),
 }

@@ -91,6 +91,9 @@ export class DatabaseLifecycle {
     return this.services !== null
   }
 
+  /** Set on SIGTERM with a drain period: readiness answers 503 so the load balancer looks elsewhere. */
+  draining = false
+
   /** Answers the satellites' held long-polls now: closing has begun. */
   releaseHeld(): void {
     this.services?.channel.close()

@@ -29,6 +29,8 @@ export const systemRoutes: FastifyPluginAsyncTypebox<{ lifecycle: DatabaseLifecy
     config: probe,
     schema: { tags: ['System'], summary: 'Readiness: the database answers a query', response: { 200: Ready } },
   }, async () => {
+    // Shutting down: requests are still served, but the balancer should send new ones elsewhere.
+    if (lifecycle.draining) throw errors.shuttingDown()
     const { database } = lifecycle.current
     try {
       await database.ping()
