@@ -91,10 +91,10 @@ export function openSqlite(path: string, onQuery?: QueryTimer): Database {
   // process, a command-line tool — has committed since this one last read. Every write that could
   // alter an answer moves one of them, and `epoch` with them. total_changes() reads no file and is
   // read on every call, so this process's own writes count at once. data_version starts a read
-  // transaction (the WAL index's locks), so it is read at most every VERSION_CHECK_MS, and whenever
-  // `fresh` asks (a lookup about to keep its answer reads it inside its own read transaction):
-  // another process's commit counts within that bound. Measured with bench:compare (3 rounds):
-  // 1.3–2.7 µs less CPU per authenticated read (39.0 → 36.3 µs for a session read).
+  // transaction (the WAL index's locks: 8 µs of a session read's 31 µs under load, measured with
+  // bench:profile), so it is read at most every VERSION_CHECK_MS, and whenever `fresh` asks (a
+  // lookup about to keep its answer reads it inside its own read transaction): another process's
+  // commit counts within that bound.
   let changesStatement: BetterSqlite3.Statement | undefined
   let versionStatement: BetterSqlite3.Statement | undefined
   let seenChanges = -1
