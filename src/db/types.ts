@@ -47,19 +47,18 @@ export interface Database {
   /**
    * SQLite only: a read like `prepareRow` whose decoded answer for a key is given again, without
    * reading the row, for as long as nothing in the database has changed since — neither a write
-   * through this process's connection (seen at once) nor a commit by any other connection or
-   * process (seen within `VERSION_CHECK_MS`, 50 ms). Each call reads a change stamp first; only when
-   * it moved, or the key has no answer, is the row read, in one read transaction with a new stamp,
-   * so the answer kept is that stamp's. Answers are shared: `decode` must freeze them.
-   * PostgreSQL has no such check (another instance's commit leaves no trace in this one); there,
-   * answers are kept until a change notification ends them (kept-answers.ts).
+   * through this process's connection nor a commit by any other connection or process. Each call
+   * reads a change stamp first (one statement, one read transaction); only when it moved, or the
+   * key has no answer, is the row read, in one read transaction with a new stamp, so the answer
+   * kept is that stamp's. A change made before a request is seen by that request. Answers are
+   * shared: `decode` must freeze them.
+   * PostgreSQL has no such check (another instance's commit leaves no trace in this one).
    */
   prepareReusedRow?<T extends object>(name: string, sql: string, decode: (row: unknown[]) => T): (key: string, params: unknown[]) => Promise<T | undefined>
   /**
    * SQLite only: a number that moves whenever anything in the database may have changed — a write
-   * through this process's connection (committed or not) at once, a commit by any other connection
-   * or process within 50 ms. An answer computed after reading it stays the database's answer while
-   * it has not moved.
+   * through this process's connection (committed or not) or a commit by any other connection or
+   * process. An answer computed after reading it stays the database's answer while it has not moved.
    */
   changeEpoch?(): number
   /** The connection pool's state; PostgreSQL only (SQLite has one connection). */
