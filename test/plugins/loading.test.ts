@@ -9,6 +9,7 @@ import { manualClock } from '../helpers/clock.js'
 import { DIALECTS } from '../helpers/database.js'
 import { rawRows } from '../helpers/sql.js'
 import { client, ROOMY_LIMITS, signUp, type Account, type Call } from '../helpers/teams.js'
+import { until } from '../helpers/until.js'
 
 /**
  * Discovery and loading (test/fixtures/plugins/loading): every folder of PLUGINS_DIR is listed
@@ -386,9 +387,12 @@ describe.each(DIALECTS)('plugin discovery and loading on %s', (dialect) => {
     expect((await put(KEY.api_key, 'sk-shared-secret')).statusCode).toBe(200)
     // The first instance at once…
     expect(await pluginConfig()).toMatchObject({ title, api_key: 'sk-shared-secret' })
-    // …the second within the revalidation period.
+    // …the second within the revalidation period (SQLite), or once the database's notification of
+    // the change reaches it (PostgreSQL).
     clock.advance(SETTINGS_REVALIDATE_MS)
-    expect(await pluginConfig(callSecond)).toEqual(await pluginConfig())
+    const expected = await pluginConfig()
+    await until(async () => JSON.stringify(await pluginConfig(callSecond)) === JSON.stringify(expected), { what: 'the second instance seeing the setting' })
+    expect(await pluginConfig(callSecond)).toEqual(expected)
 
     const events = await loadEvents()
     for (const plugin of LOADED) expect(events.filter((event) => event.target === plugin.id), plugin.id).toHaveLength(2)

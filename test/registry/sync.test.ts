@@ -13,6 +13,7 @@ import { DIALECTS } from '../helpers/database.js'
 import { startDocumentServer } from '../helpers/document-server.js'
 import { rawRows } from '../helpers/sql.js'
 import { client, ROOMY_LIMITS, signUp, type Account, type Call } from '../helpers/teams.js'
+import { until } from '../helpers/until.js'
 
 /**
  * The sync from an upstream MCP registry, against a fake registry on loopback that serves the
@@ -158,7 +159,12 @@ describe.each(DIALECTS)('sync from an upstream registry on %s', (dialect) => {
     const { db, t } = app.services.database
     await db.update(t.settings).set({ value: JSON.stringify(url), setAt: new Date(clock.now()) }).where(eq(t.settings.key, UPSTREAM_URL_SETTING))
     await db.update(t.settingsRevision).set({ revision: sql`${t.settingsRevision.revision} + 1` })
+    // Written past the settings service: without change notifications (SQLite) each instance sees
+    // it at its next revalidation; with them (PostgreSQL) once the database's notification arrives.
     clock.advance(SETTINGS_REVALIDATE_MS + 1)
+    for (const instance of [app, strict]) {
+      await until(async () => (await instance.services.settings.value(UPSTREAM_URL_SETTING)) === url, { what: 'the forced upstream URL' })
+    }
   }
 
   async function syncState() {
