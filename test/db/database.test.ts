@@ -116,6 +116,7 @@ describe.each(DIALECTS)('database on %s', (dialect) => {
     expect(ready.statusCode).toBe(503)
     expect(ready.json()).toEqual({ success: false, error: expect.any(String), code: 'DATABASE_UNAVAILABLE' })
     expect(ready.headers['x-request-id']).toEqual(expect.any(String))
+    expect(ready.headers['retry-after']).toBe('1')
 
     const live = await app.inject({ method: 'GET', url: '/api/health' })
     expect(live.statusCode).toBe(200)
@@ -126,6 +127,22 @@ describe.each(DIALECTS)('database on %s', (dialect) => {
       await pgAdmin(ctx, `alter database ${name} with allow_connections true`)
       expect((await app.inject({ method: 'GET', url: '/api/health/ready' })).statusCode).toBe(200)
     }
+  })
+
+  it('draining (SIGTERM with SHUTDOWN_DRAIN_SECONDS): readiness answers 503 SHUTTING_DOWN with Retry-After while every other request is still served', async () => {
+    const ctx = await freshContext(dialect)
+    const { app } = await ctx.build()
+    const registered = await app.inject({ method: 'POST', url: '/api/auth/email/register', payload: { username: 'drained', email: 'drained@example.test', password: 'correct horse battery' } })
+    const cookie = String(registered.headers['set-cookie']).split(';')[0]!
+    expect((await app.inject({ method: 'GET', url: '/api/health/ready' })).statusCode).toBe(200)
+    app.drain()
+    const ready = await app.inject({ method: 'GET', url: '/api/health/ready' })
+    expect(ready.statusCode).toBe(503)
+    expect(ready.json()).toMatchObject({ success: false, code: 'SHUTTING_DOWN' })
+    expect(ready.headers['retry-after']).toBe('1')
+    expect((await app.inject({ method: 'GET', url: '/api/health' })).statusCode).toBe(200)
+    expect((await app.inject({ method: 'GET', url: '/api/users/me', headers: { cookie } })).statusCode).toBe(200)
+    expect((await app.inject({ method: 'POST', url: '/api/teams', headers: { cookie }, payload: { name: 'Made while draining' } })).statusCode).toBe(201)
   })
 
   it('a statement outside an open transaction is neither rolled back with it nor leaks into it', async () => {
