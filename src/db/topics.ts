@@ -23,3 +23,11 @@ export const families = {
   token: 'token:',
   satellite: 'satellite:',
 } as const
+
+/**
+ * What a user credential's kept answer depends on: the credential itself (`own`: its session or
+ * token topic), its user, and the user's default team when there is one.
+ */
+export function userCredentialTopics(own: string, userId: string, defaultTeamId: string | undefined): string[] {
+  return defaultTeamId === undefined ? [own, topics.user(userId)] : [own, topics.user(userId), topics.team(defaultTeamId)]
+}

@@ -1,6 +1,6 @@
 import { and, eq, gt, isNull, lt, notExists, or, sql } from 'drizzle-orm'
 import { rowReader } from '../row-reader.js'
-import { families, topics } from '../topics.js'
+import { families, topics, userCredentialTopics } from '../topics.js'
 import type { Database, Db } from '../types.js'
 import { defaultTeamOfUser, type TeamRow } from './teams.js'
 import type { UserRow } from './users.js'
@@ -36,9 +36,7 @@ export function oauthRepository(database: Database, executor: Db = database.db) 
     reuse: true,
     topics: {
       families: [families.token, families.user, families.team],
-      of: ({ token, user, defaultTeam }) => defaultTeam === null
-        ? [topics.token(token.id), topics.user(user.id)]
-        : [topics.token(token.id), topics.user(user.id), topics.team(defaultTeam.id)],
+      of: ({ token, user, defaultTeam }) => userCredentialTopics(topics.token(token.id), user.id, defaultTeam?.id),
     },
   })
   let accessByDigest: ReturnType<typeof prepareAccess> | undefined

@@ -1,6 +1,6 @@
 import { and, eq, lt, ne, sql } from 'drizzle-orm'
 import { rowReader } from '../row-reader.js'
-import { families, topics } from '../topics.js'
+import { families, topics, userCredentialTopics } from '../topics.js'
 import type { Database, Db } from '../types.js'
 import { defaultTeamOfUser, type TeamRow } from './teams.js'
 import type { UserRow } from './users.js'
@@ -28,9 +28,7 @@ export function sessionsRepository(database: Database, executor: Db = database.d
     reuse: true,
     topics: {
       families: [families.session, families.user, families.team],
-      of: ({ session, user, defaultTeam }) => defaultTeam === null
-        ? [topics.session(session.id), topics.user(user.id)]
-        : [topics.session(session.id), topics.user(user.id), topics.team(defaultTeam.id)],
+      of: ({ session, user, defaultTeam }) => userCredentialTopics(topics.session(session.id), user.id, defaultTeam?.id),
     },
   })
   const told = (topic: string) => database.changes.tell(db, topic)
