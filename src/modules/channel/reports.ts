@@ -5,6 +5,7 @@ import { errors } from '../../http/errors.js'
 import type { Clock } from '../../lib/clock.js'
 import type { InstanceFacts } from './documents.js'
 import type { DesiredStates } from './desired-states.js'
+import { mask, maskedForms } from './masking.js'
 
 export type Phase = 'starting' | 'running' | 'degraded' | 'failed' | 'stopped'
 
@@ -21,11 +22,6 @@ export interface LogLine {
   stream: 'stdout' | 'stderr' | 'event'
   text: string
 }
-
-/** What replaces a secret value in a stored log line. */
-export const MASK = '[secret]'
-/** Values shorter than this are not masked: they would blot out ordinary words, and no real secret is that short. */
-const SHORTEST_MASKED = 4
 
 /**
  * What satellites report: phases, tools and log lines of the instances placed on them. A report is
@@ -62,10 +58,10 @@ export class ChannelReports {
     return tools.length
   }
 
-  /** Stores lines with the instance's own secret values masked first. */
+  /** Stores lines with the instance's own secret values (and their encoded forms, masking.ts) masked first. */
   async logs(satelliteId: string, instanceId: string, lines: LogLine[]): Promise<number> {
     const facts = await this.placed(satelliteId, instanceId)
-    const secrets = facts.maskedValues.filter((value) => value.length >= SHORTEST_MASKED).sort((a, b) => b.length - a.length)
+    const secrets = maskedForms(facts.maskedValues)
     const rows: InstanceLogRow[] = lines.map((line) => ({
       id: newId(), instanceId, installationId: facts.installationId, userId: facts.userId, at: new Date(line.at), stream: line.stream,
       text: mask(line.text, secrets),
@@ -90,11 +86,4 @@ export class ChannelReports {
   private now(): Date {
     return new Date(this.deps.clock.now())
   }
-}
-
-/** Every occurrence of each secret replaced, longest first (a secret containing another is masked whole). */
-export function mask(text: string, secrets: readonly string[]): string {
-  let masked = text
-  for (const secret of secrets) masked = masked.split(secret).join(MASK)
-  return masked
 }
