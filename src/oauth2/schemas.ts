@@ -73,10 +73,10 @@ export const IntrospectAnswer = Protocol({
   exp: Type.Optional(Type.Integer()),
   iat: Type.Optional(Type.Integer()),
   team_id: Type.Optional(Type.Union([Type.String(), Type.Null()])),
-  token_type: Type.Optional(Type.String()),
+  token_type: Type.Optional(Type.String({ description: '`Bearer` for an access token; `refresh_token` for a refresh token (shown to a global admin only).' })),
   iss: Type.Optional(Type.String()),
   aud: Type.Optional(Type.String({ description: 'The resource the token is for (RFC 8707); PUBLIC_URL for tokens of this service\'s API.' })),
-}, 'RFC 7662 introspection response; `{active: false}` alone for unknown, expired, revoked or spent tokens')
+}, 'RFC 7662 introspection response; `{active: false}` alone for unknown, expired, revoked or spent tokens, and, to a satellite, for any token but a live access token for its own resource')
 
 export const ConsentQuery = Type.Object({ request_id: Type.String({ minLength: 1, maxLength: 128 }) }, { additionalProperties: false })
 

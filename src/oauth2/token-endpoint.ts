@@ -14,6 +14,15 @@ export interface TokenRequest extends CodeExchange, Refresh {
 
 const GRANTS = { authorization_code: authorizationCodeGrant, refresh_token: refreshTokenGrant } as const
 
+/**
+ * Who introspects. A global admin sees what any token is. A satellite learns only of the tokens
+ * it may admit: live access tokens for its own resource (`<satellite_url>/mcp`; null when it
+ * registered no URL, so none). Anything else — another satellite's or the API's tokens, refresh
+ * tokens — is `{active: false}` to it, with no word about whose it is (RFC 7662 §4: the server
+ * may answer inactive to a protected resource that is not the token's audience).
+ */
+export type Introspector = { kind: 'admin' } | { kind: 'satellite'; resource: string | null }
+
 /** POST /api/oauth2/token, /revoke (RFC 7009) and /introspect (RFC 7662). Every client is public. */
 export class TokenEndpoint {
   constructor(private readonly deps: OAuthDeps, private readonly tokens: Tokens) {}
@@ -48,10 +57,11 @@ export class TokenEndpoint {
   }
 
   /** RFC 7662; the caller was authenticated by the route policy. */
-  async introspect(token: string): Promise<{ active: boolean } & Record<string, unknown>> {
+  async introspect(token: string, asker: Introspector): Promise<{ active: boolean } & Record<string, unknown>> {
     const found = await this.deps.repository.findToken(this.deps.digest(token))
     if (found === undefined) return { active: false }
     const { token: row, user } = found
+    if (asker.kind === 'satellite' && (row.kind !== 'access' || asker.resource === null || row.resource !== asker.resource)) return { active: false }
     if (row.revoked || row.usedAt !== null || row.expiresAt <= nowOf(this.deps)) return { active: false }
     // The API refuses a non-admin's bearer token while login is off; introspection must not vouch for it either.
     if (user.roleId !== 'global_admin' && !(await loginEnabled(this.deps))) return { active: false }

@@ -87,8 +87,9 @@ describe.each(DIALECTS)('the MCP TypeScript SDK with a Client ID Metadata Docume
     admin = await registerOverHttp(base, 'cimd_sdk_admin')
     user = await registerOverHttp(base, 'cimd_sdk_user')
     const registration = await createToken(client(app), admin)
-    satelliteKey = (await pair(app, registration.token, 'cimd-satellite')).apiKey
     mcp = await startFakeMcpServer({ authorizationServer: base, scopes: MCP_SCOPES, satelliteKey: () => satelliteKey })
+    // Registered with its URL: introspection tells a satellite only of tokens for its own resource.
+    satelliteKey = (await pair(app, registration.token, 'cimd-satellite', { satellite_url: mcp.origin })).apiKey
     callbackUrl = `http://127.0.0.1:${await freePort()}/callback`
     documentUrl = documents.document(DOCUMENT_PATH, {
       client_name: 'SDK Document MCP Client',

@@ -129,8 +129,9 @@ describe.each(DIALECTS)('the MCP TypeScript SDK OAuth client over real HTTP on %
     admin = await registerOverHttp(base, 'sdk_admin') // the first user: global admin
     user = await registerOverHttp(base, 'sdk_user')
     const registration = await createToken(client(server.app), admin)
-    satelliteKey = (await pair(server.app, registration.token, 'sdk-satellite')).apiKey
     mcp = await startFakeMcpServer({ authorizationServer: base, scopes: MCP_SCOPES, satelliteKey: () => satelliteKey })
+    // Registered with its URL: introspection tells a satellite only of tokens for its own resource.
+    satelliteKey = (await pair(server.app, registration.token, 'sdk-satellite', { satellite_url: mcp.origin })).apiKey
     const discovered = await discoverAuthorizationServerMetadata(base)
     if (discovered === undefined) throw new Error(`no authorization server metadata at ${base}`)
     metadata = discovered

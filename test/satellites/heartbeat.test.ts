@@ -44,7 +44,12 @@ describe.each(DIALECTS)('satellite heartbeats and keys on %s', (dialect) => {
   const nowIso = () => new Date(clock.now()).toISOString()
 
   /** A freshly paired global satellite. */
-  const fresh = async (): Promise<Paired> => pair(app, (await createToken(call, admin)).token, `hb-${dialect}-${++seq}`)
+  const fresh = async (extra: object = {}): Promise<Paired> => pair(app, (await createToken(call, admin)).token, `hb-${dialect}-${++seq}`, extra)
+  /** A satellite that serves MCP clients at `url`, and a user's token for it (the only kind its introspection answers active). */
+  const servingWithToken = async (url: string) => {
+    const satellite = await fresh({ satellite_url: url })
+    return { satellite, tokens: await issueTokens(app, user.cookie, 'mcp:read', { resource: `${url}/mcp` }) }
+  }
 
   /** The satellite as the admin sees it. */
   const satelliteOf = async (id: string): Promise<SatelliteBody> => {
@@ -289,7 +294,7 @@ describe.each(DIALECTS)('satellite heartbeats and keys on %s', (dialect) => {
 
   describe('disabled and deleted satellites', () => {
     it('disabled: 403 SATELLITE_DISABLED on heartbeats (any body) and introspection (form and JSON); enabled again: works, offline when its last heartbeat is over 90 s old', async () => {
-      const satellite = await fresh()
+      const { satellite, tokens } = await servingWithToken('https://hb-disabled.example.com')
       expect((await heartbeat(app, satellite.id, satellite.apiKey, { status: 'degraded', system_metrics: METRICS, version: '3.1.0' })).statusCode).toBe(200)
       const lastBeat = nowIso()
       clock.advance(10 * SECOND)
@@ -312,7 +317,6 @@ describe.each(DIALECTS)('satellite heartbeats and keys on %s', (dialect) => {
 
       expect((await setStatus(satellite.id, 'active')).status).toBe('offline')
       await expectStatus(satellite.id, 'offline')
-      const tokens = await issueTokens(app, user.cookie, 'user:read')
       const answer = await introspect(app, tokens.access_token, keyHeader(satellite))
       expect(answer.statusCode, answer.body).toBe(200)
       expect(answer.json().active).toBe(true)
@@ -368,12 +372,11 @@ describe.each(DIALECTS)('satellite heartbeats and keys on %s', (dialect) => {
   })
 
   describe('introspection with a satellite key', () => {
-    it("a user's access token: active with its subject and client; unknown, revoked or junk tokens: {active: false}", async () => {
-      const satellite = await fresh()
-      const tokens = await issueTokens(app, user.cookie, 'user:read')
+    it("a user's access token for its resource: active with its subject and client; unknown, revoked or junk tokens: {active: false}", async () => {
+      const { satellite, tokens } = await servingWithToken('https://hb-introspect.example.com')
       const form = await introspect(app, tokens.access_token, keyHeader(satellite))
       expect(form.statusCode, form.body).toBe(200)
-      expect(form.json()).toMatchObject({ success: true, active: true, sub: user.id, username: user.username, client_id: CLI_CLIENT_ID, scope: 'user:read' })
+      expect(form.json()).toMatchObject({ success: true, active: true, sub: user.id, username: user.username, client_id: CLI_CLIENT_ID, scope: 'mcp:read' })
       const json = await introspectJson(tokens.access_token, keyHeader(satellite))
       expect(json.statusCode, json.body).toBe(200)
       expect(json.json()).toMatchObject({ success: true, active: true, sub: user.id })

@@ -172,6 +172,15 @@ export class SatelliteService {
     })
   }
 
+  /**
+   * The resource identifier (RFC 8707) of the MCP endpoints a satellite serves, `<satellite_url>/mcp`:
+   * the audience of the only tokens it learns about by introspection. Null without a URL (or satellite).
+   */
+  async mcpResource(id: string): Promise<string | null> {
+    const url = (await this.deps.satellites.find(id))?.satelliteUrl
+    return url === undefined || url === null ? null : `${url}/mcp`
+  }
+
   /** Heartbeats before this instant make a reporting satellite `offline`. */
   silentSince(): Date {
     return new Date(this.deps.clock.now() - OFFLINE_AFTER_MS)

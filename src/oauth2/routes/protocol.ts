@@ -2,6 +2,7 @@ import formBody from '@fastify/formbody'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { policy } from '../../auth/policies.js'
 import { oauthError } from '../../http/errors.js'
+import type { Introspector } from '../token-endpoint.js'
 import { IntrospectAnswer, IntrospectBody, RevokeAnswer, RevokeBody, tags, TokenAnswer, TokenBody } from '../schemas.js'
 import { describeValidation } from './shared.js'
 
@@ -67,6 +68,9 @@ export const protocolRoutes: FastifyPluginAsyncTypebox = async (app) => {
       tags, summary: 'Introspect a token (RFC 7662)',
       description: 'For a satellite (its API key; 403 SATELLITE_DISABLED while an admin has it disabled) or a global admin (session). Answers `{active: false}` for unknown, expired, revoked or spent tokens, ' +
         'for tokens whose user is no longer a member of their `team_id` (removed, or the team deleted), and, while login is switched off, for tokens of users other than global admins. ' +
+        'A satellite learns only of the tokens it may admit: to its key, anything but a live access token whose resource (`aud`) is exactly that satellite\'s own ' +
+        '`<satellite_url>/mcp` is `{active: false}` alone — refresh tokens, tokens for the API or for another satellite, and everything when it registered no URL. ' +
+        'A global admin\'s session sees every token as it is (refresh tokens with `token_type: "refresh_token"`). Active access tokens carry `token_type: "Bearer"`. ' +
         'Callers authenticate with a satellite\'s API key as a bearer token (`Authorization: Bearer service_satkey_…`) or, for a global admin, with a session cookie; ' +
         'neither is a registered client authentication method, so the server metadata advertises none.',
       consumes: FORM_OR_JSON,
@@ -76,6 +80,11 @@ export const protocolRoutes: FastifyPluginAsyncTypebox = async (app) => {
   }, async (request) => {
     refuseInvalid(request.validationError)
     if (request.body.token === undefined) throw oauthError(400, 'invalid_request', 'token is required.')
-    return { success: true as const, ...(await endpoint().introspect(request.body.token)) }
+    // The policy admits a satellite's key or a global admin's session, nobody else.
+    const caller = request.caller
+    const asker: Introspector = caller?.kind === 'satellite'
+      ? { kind: 'satellite', resource: await app.services.satellites.mcpResource(caller.satelliteId) }
+      : { kind: 'admin' }
+    return { success: true as const, ...(await endpoint().introspect(request.body.token, asker)) }
   })
 }
