@@ -91,7 +91,7 @@ describe.each(DIALECTS)('reference satellite end to end on %s', (dialect) => {
 
   const config = (registrationToken: string | undefined): SatelliteConfig => ({
     backendUrl: base, registrationToken, name: 'e2e-satellite', host: '127.0.0.1', port: 0, satelliteUrl: undefined,
-    stateDir, packageDirs: [process.cwd()], startTimeoutMs: 15_000,
+    stateDir, packageDirs: [process.cwd()], startTimeoutMs: 15_000, egressAllowedHosts: [],
   })
 
   const clientMetadata = (): OAuthClientMetadata => ({

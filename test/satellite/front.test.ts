@@ -34,7 +34,7 @@ describe('reference satellite: HTTP front', () => {
 
   const token = (name: string, claims: Partial<TokenClaims>): string => {
     const value = `tok_${name}_${Math.random().toString(36).slice(2)}`
-    claimsOf.set(value, { active: true, scope: 'mcp:read', aud: `${base}/mcp`, team_id: 'team-a', sub: 'alice', exp: Math.floor(Date.now() / 1000) + 3600, ...claims })
+    claimsOf.set(value, { active: true, token_type: 'Bearer', scope: 'mcp:read', aud: `${base}/mcp`, team_id: 'team-a', sub: 'alice', exp: Math.floor(Date.now() / 1000) + 3600, ...claims })
     return value
   }
 
@@ -117,6 +117,8 @@ describe('reference satellite: HTTP front', () => {
       ['backend api', token('api', { aud: BACKEND }), 401, /error="invalid_token"/],
       ['other satellite', token('othersat', { aud: 'http://127.0.0.1:1/mcp' }), 401, /error="invalid_token"/],
       ['no scope', token('noscope', { scope: 'account:read teams:read' }), 403, /error="insufficient_scope", scope="mcp:read"/],
+      ['refresh token', token('refresh', { token_type: 'refresh_token' }), 401, /error="invalid_token"/],
+      ['no token type', token('untyped', { token_type: undefined }), 401, /error="invalid_token"/],
     ]
     for (const [what, bearer, status, challenge] of cases) {
       const response = await post(path, `Bearer ${bearer}`)
@@ -128,6 +130,8 @@ describe('reference satellite: HTTP front', () => {
     expect((await post(path, `Bearer ${token('noteam', { team_id: null })}`)).status).toBe(403)
     expect((await post(`/mcp/${perUser.installation_id}`, `Bearer ${token('carol', { sub: 'carol' })}`)).status).toBe(403)
     expect((await post('/mcp/nothing-here', `Bearer ${token('good', {})}`)).status).toBe(404)
+    // Token types compare case-insensitively (RFC 6749 §5.1).
+    expect((await post('/mcp/nothing-here', `Bearer ${token('lower', { token_type: 'bearer' })}`)).status).toBe(404)
   })
 
   it('lets the SDK client list and call tools of the team instance: disabled tools hidden and refused, the token not passed on', async () => {

@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process'
 import { createRequire } from 'node:module'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ChildTransport } from '../../examples/satellite/src/child-transport.js'
+import { UNRESTRICTED } from '../../examples/satellite/src/egress.js'
 import { ManagedInstance } from '../../examples/satellite/src/instance.js'
 import { LaunchError, findLocalPackage, packageCommand, remoteTarget } from '../../examples/satellite/src/launch.js'
 import { SatelliteKeys } from '../../examples/satellite/src/sealing.js'
@@ -241,7 +242,8 @@ describe('reference satellite: stopping and remote servers', () => {
           { target: 'header:X-Api-Key', sealed: await sealTo(keys.publicKey, base.instance_id, 'header:X-Api-Key', 'remote-secret') },
         ],
       }
-      const instance = new ManagedInstance(spec, { keys, packageDirs: [], startTimeoutMs: 10_000, hooks: recorded.hooks })
+      // A team satellite's rule: the loopback server is reachable (egress.test.ts holds the shared satellite's).
+      const instance = new ManagedInstance(spec, { keys, packageDirs: [], startTimeoutMs: 10_000, hooks: recorded.hooks, egress: UNRESTRICTED })
       instance.update(spec)
       await waitFor(() => instance.phase === 'running', 'the remote instance to run')
       expect(instance.upstream!.pid).toBeUndefined()

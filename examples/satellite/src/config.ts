@@ -21,6 +21,11 @@ export interface SatelliteConfig {
   packageDirs: string[]
   /** How long a server may take to start and answer `initialize`. */
   startTimeoutMs: number
+  /**
+   * EGRESS_ALLOWED_HOSTS: hosts (`host`, or `host:port` for one port) that remote targets may reach
+   * on a satellite shared by several teams whatever they resolve to; lower case, IPv6 in brackets.
+   */
+  egressAllowedHosts: string[]
 }
 
 const NAME = /^[a-z0-9][a-z0-9_-]{2,63}$/
@@ -50,7 +55,28 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env, cwd = proces
     stateDir,
     packageDirs: (env.PACKAGE_DIRS ?? cwd).split(':').filter((dir) => dir !== '').map((dir) => resolve(cwd, dir)),
     startTimeoutMs: startTimeout * 1000,
+    egressAllowedHosts: allowedHosts(env.EGRESS_ALLOWED_HOSTS ?? ''),
   }
+}
+
+const HOST_ENTRY = /^(\[[0-9a-f:.]+\]|[a-z0-9_.-]+)(?::([0-9]{1,5}))?$/
+
+/** `host[:port]` entries, the host written as URLs write it (so `127.1` is `127.0.0.1`, `[::0001]` is `[::1]`). */
+function allowedHosts(text: string): string[] {
+  return text.split(',').map((entry) => entry.trim().toLowerCase()).filter((entry) => entry !== '').map((entry) => {
+    const match = HOST_ENTRY.exec(entry)
+    const port = match?.[2] === undefined ? undefined : Number(match[2])
+    let host: string | undefined
+    try {
+      host = match === null ? undefined : new URL(`http://${match[1]}/`).hostname
+    } catch {
+      host = undefined
+    }
+    if (host === undefined || (port !== undefined && (port < 1 || port > 65535))) {
+      throw new ConfigError(`EGRESS_ALLOWED_HOSTS must be a comma-separated list of host or host:port (IPv6 in brackets), e.g. mcp.internal.example,10.0.0.5:8443 (got "${entry}")`)
+    }
+    return port === undefined ? host : `${host}:${port}`
+  })
 }
 
 function required(env: NodeJS.ProcessEnv, key: string): string {

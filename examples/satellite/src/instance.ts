@@ -8,7 +8,9 @@
  * in the state of the last one. A start that a newer document makes pointless is abandoned.
  */
 import type { Tool } from '@modelcontextprotocol/sdk/types.js'
+import type { EgressRule } from './egress.js'
 import { packageCommand, remoteTarget, type Secrets } from './launch.js'
+import { mask, maskedForms } from './masking.js'
 import type { SatelliteKeys } from './sealing.js'
 import type { Instance, ObservedInstance, Phase } from './types.js'
 import { Upstream } from './upstream.js'
@@ -27,7 +29,11 @@ export interface InstanceOptions {
   packageDirs: readonly string[]
   startTimeoutMs: number
   hooks: InstanceHooks
+  /** What remote targets may reach (egress.ts); absent: public addresses only, the rule of a shared satellite. */
+  egress?: EgressRule
 }
+
+const SHARED_SATELLITE_EGRESS: EgressRule = { restricted: true, allowedHosts: [] }
 
 /** The first retry after a crash waits this long, doubling up to MAX_RETRY_MS. */
 const FIRST_RETRY_MS = 1000
@@ -50,8 +56,8 @@ export class ManagedInstance {
   private failures = 0
   private removed = false
   private work: Promise<void> = Promise.resolve()
-  /** The opened secret values of the current spec, longest first, for masking log lines. */
-  private secretValues: string[] = []
+  /** The opened secret values of the current spec and their encoded forms (masking.ts). */
+  private secretForms: string[] = []
 
   constructor(public spec: Instance, private readonly options: InstanceOptions) {}
 
@@ -137,7 +143,7 @@ export class ManagedInstance {
     let upstream: Upstream | undefined
     try {
       const secrets = await this.options.keys.openAll(spec.instance_id, spec.secrets)
-      this.secretValues = [...secrets.values()].filter((value) => value !== '').sort((a, b) => b.length - a.length)
+      this.secretForms = maskedForms(secrets.values())
       upstream = await this.upstreamFor(spec, secrets)
       await upstream.connect(this.options.startTimeoutMs, controller.signal)
       if (controller.signal.aborted) throw new Error('stopped while starting')
@@ -173,7 +179,7 @@ export class ManagedInstance {
     if (launch.kind === 'remote') {
       const target = remoteTarget(launch, secrets)
       this.event(`connecting to ${new URL(target.url).origin} (${target.transport})`)
-      return Upstream.remote(target, events)
+      return Upstream.remote(target, events, this.options.egress ?? SHARED_SATELLITE_EGRESS)
     }
     const command = await packageCommand(launch, secrets, { packageDirs: this.options.packageDirs })
     this.event(`starting ${command.description}`)
@@ -233,11 +239,9 @@ export class ManagedInstance {
     this.options.hooks.log(this.id, 'event', this.mask(text))
   }
 
-  /** The text with every secret value of the instance replaced. */
+  /** The text with every secret value of the instance, and its encoded forms, replaced. */
   private mask(text: string): string {
-    let masked = text
-    for (const value of this.secretValues) masked = masked.split(value).join('[secret]')
-    return masked
+    return mask(text, this.secretForms)
   }
 }
 

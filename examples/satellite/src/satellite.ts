@@ -6,6 +6,7 @@
 import { cpus, freemem, totalmem, type, arch } from 'node:os'
 import { Backend, BackendError, type HeartbeatBody } from './backend.js'
 import type { SatelliteConfig } from './config.js'
+import { UNRESTRICTED, type EgressRule } from './egress.js'
 import { Front } from './front.js'
 import { ManagedInstance } from './instance.js'
 import type { Logger } from './logger.js'
@@ -182,6 +183,7 @@ export class Satellite {
       private_key: keys.privateKeyText,
       public_key: keys.publicKey,
       satellite_url: this.url,
+      satellite_type: registered.satellite.satellite_type,
     }
     this.backend.use(registered.satellite.id, registered.api_key)
     await this.store.save(this.pairing)
@@ -279,6 +281,7 @@ export class Satellite {
       keys: this.keys,
       packageDirs: this.config.packageDirs,
       startTimeoutMs: this.config.startTimeoutMs,
+      egress: this.egress(),
       hooks: {
         phase: (instance) => {
           this.log.info(`instance ${instance.id} (${instance.spec.name}): ${instance.phase}${instance.message === undefined ? '' : ` — ${instance.message}`}`)
@@ -288,6 +291,16 @@ export class Satellite {
         tools: (instanceId, tools) => this.reports.tools(instanceId, tools),
       },
     })
+  }
+
+  /**
+   * What remote targets may reach: anything on a team's own satellite (its operator is the team);
+   * public addresses only, or the operator's EGRESS_ALLOWED_HOSTS, on one that serves several teams —
+   * and on one whose saved pairing predates the type being kept, which may be either.
+   */
+  private egress(): EgressRule {
+    if (this.pairing?.satellite_type === 'team') return UNRESTRICTED
+    return { restricted: true, allowedHosts: this.config.egressAllowedHosts }
   }
 
   private observed() {

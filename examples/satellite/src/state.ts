@@ -19,6 +19,8 @@ export interface Pairing {
   public_key: string
   /** The URL it registered; a new one needs a new registration. */
   satellite_url?: string
+  /** As the registration answered it: `team` serves one team, `global` every team. Absent (older files): taken as global. */
+  satellite_type?: string
 }
 
 const FILE = 'satellite.json'

@@ -61,11 +61,14 @@ export type Refusal =
   | { status: 403; error: 'insufficient_scope'; description: string }
 
 /**
- * Whether `claims` admit a client to an installation served here: an active token for this
- * satellite's resource with mcp:read, of the installation's team.
+ * Whether `claims` admit a client to an installation served here: an active access token (RFC 6750
+ * bearer — never a refresh token, which lives for weeks) for this satellite's resource with
+ * mcp:read, of the installation's team.
  */
 export function refusal(claims: TokenClaims, resource: string): Refusal | undefined {
   if (!claims.active) return { status: 401, error: 'invalid_token', description: 'The token is not active.' }
+  // RFC 7662 §2.2: token_type names the kind; token types are compared case-insensitively (RFC 6749 §5.1).
+  if (claims.token_type?.toLowerCase() !== 'bearer') return { status: 401, error: 'invalid_token', description: 'The token is not an access token.' }
   const audiences = Array.isArray(claims.aud) ? claims.aud : claims.aud === undefined ? [] : [claims.aud]
   if (!audiences.includes(resource)) return { status: 401, error: 'invalid_token', description: `The token was not issued for ${resource}.` }
   if (!(claims.scope ?? '').split(' ').includes('mcp:read')) return { status: 403, error: 'insufficient_scope', description: 'The token lacks the mcp:read scope.' }

@@ -81,6 +81,8 @@ export interface LogLine {
 /** What RFC 7662 introspection answers about a client's token (the fields this satellite reads). */
 export interface TokenClaims {
   active: boolean
+  /** `Bearer` for an access token; anything else is not admitted. */
+  token_type?: string
   sub?: string
   username?: string
   scope?: string

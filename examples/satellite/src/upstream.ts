@@ -14,7 +14,9 @@ import {
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js'
 import { ChildTransport, type ExitInfo } from './child-transport.js'
+import { guardedFetch, type EgressRule } from './egress.js'
 import { baseEnv, type ProcessCommand, type RemoteTarget } from './launch.js'
+import { ExchangeRecord } from './remote-failures.js'
 
 export const SATELLITE_VERSION = '0.1.0'
 
@@ -39,7 +41,11 @@ export class Upstream {
   stopping = false
   private ended = false
 
-  private constructor(private readonly transport: Transport, private readonly events: UpstreamEvents) {
+  /** A remote server's exchanges: what its failures may say. */
+  private readonly exchanges: ExchangeRecord | undefined
+
+  private constructor(private readonly transport: Transport, private readonly events: UpstreamEvents, exchanges?: ExchangeRecord) {
+    this.exchanges = exchanges
     this.client = new Client({ name: 'reference-satellite', version: SATELLITE_VERSION }, { capabilities: {} })
     this.client.onclose = () => this.closed()
     this.client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
@@ -61,13 +67,17 @@ export class Upstream {
     return new Upstream(transport, events)
   }
 
-  /** Connects to a remote server; the headers are the instance's, never a client's. */
-  static remote(target: RemoteTarget, events: UpstreamEvents): Upstream {
-    const requestInit = { headers: target.headers }
+  /**
+   * Connects to a remote server, within `egress` (egress.ts); the headers are the instance's,
+   * never a client's.
+   */
+  static remote(target: RemoteTarget, events: UpstreamEvents, egress: EgressRule): Upstream {
+    const exchanges = new ExchangeRecord()
+    const options = { requestInit: { headers: target.headers }, fetch: guardedFetch(egress, exchanges.observe) }
     const transport = target.transport === 'sse'
-      ? new SSEClientTransport(new URL(target.url), { requestInit })
-      : new StreamableHTTPClientTransport(new URL(target.url), { requestInit })
-    return new Upstream(transport, events)
+      ? new SSEClientTransport(new URL(target.url), options)
+      : new StreamableHTTPClientTransport(new URL(target.url), options)
+    return new Upstream(transport, events, exchanges)
   }
 
   /** `initialize`, then the tool list; `signal` (a stop asked meanwhile) or the timeout abandon it. */
@@ -79,7 +89,8 @@ export class Upstream {
       await this.refreshTools()
     } catch (error) {
       await this.stop()
-      throw new Error(this.endReason() ?? (signal.aborted ? 'stopped while starting' : messageOf(error)))
+      // A remote server's failure is told by what happened, never by the SDK's text that quotes its answer.
+      throw new Error(this.endReason() ?? (signal.aborted ? 'stopped while starting' : this.exchanges?.reason(error, timeoutMs) ?? messageOf(error)))
     } finally {
       signal.removeEventListener('abort', aborted)
     }
