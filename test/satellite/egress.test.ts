@@ -141,6 +141,18 @@ describe('reference satellite: egress of remote instances', () => {
     }
   })
 
+  it('an upstream whose answers are not MCP: the failure gives what happened, never the words it answered', async () => {
+    const cases: Array<[string, string]> = [
+      ['/garbage', `the server's answer (HTTP 200, ${Buffer.byteLength(`<html>${failureBody(MARKER)}</html>`)} bytes) is not usable MCP`],
+      ['/rpc-error', 'the server answered with MCP error -32603'],
+    ]
+    for (const [path, expected] of cases) {
+      const { instance, recorded } = start(remoteSpec(remote.url(path)), UNRESTRICTED)
+      expect(await failure(instance), path).toBe(expected)
+      for (const line of recorded.logs) expect(line.text).not.toContain(MARKER)
+    }
+  })
+
   it('on a team satellite a loopback target works without any allowance', async () => {
     const { instance } = start(remoteSpec(remote.url('/mcp')), UNRESTRICTED)
     await waitFor(() => instance.phase === 'running', 'the remote instance to run')

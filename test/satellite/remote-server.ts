@@ -2,7 +2,8 @@
  * A remote MCP server on loopback for the satellite's egress tests, built with the official SDK:
  * streamable HTTP at `/mcp` (stateful: a session per client, with its standalone GET stream),
  * the older HTTP+SSE transport at `/sse` (+ `/messages`), a failure at `/fail` (HTTP 500 with a
- * body holding a marker) and a redirect at `/redirect`. It records every request it receives and
+ * body holding a marker), answers that are not MCP at `/garbage` (HTML said to be JSON) and
+ * `/rpc-error` (a JSON-RPC error quoting the marker), and a redirect at `/redirect`. It records every request it receives and
  * counts the event streams it holds open.
  */
 import { randomUUID } from 'node:crypto'
@@ -68,6 +69,21 @@ export async function startRemoteServer(options: RemoteServerOptions = {}): Prom
     if (url.pathname === '/fail') {
       request.resume()
       response.writeHead(500, { 'content-type': 'text/plain' }).end(failureBody(options.marker ?? 'MARKER'))
+      return
+    }
+    if (url.pathname === '/garbage') {
+      // 200, said to be JSON, but HTML: a JSON parser's error quotes the start of it.
+      request.resume()
+      response.writeHead(200, { 'content-type': 'application/json' }).end(`<html>${failureBody(options.marker ?? 'MARKER')}</html>`)
+      return
+    }
+    if (url.pathname === '/rpc-error') {
+      // Every request refused with a JSON-RPC error whose message holds the marker.
+      const chunks: Buffer[] = []
+      for await (const chunk of request as AsyncIterable<Buffer>) chunks.push(chunk)
+      const id = (JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}') as { id?: unknown }).id ?? null
+      response.writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ jsonrpc: '2.0', id, error: { code: -32603, message: `internal: ${options.marker ?? 'MARKER'}` } }))
       return
     }
     if (url.pathname === '/redirect') {

@@ -3,10 +3,11 @@
  * `/mcp/<installation id>`, as an OAuth protected resource (RFC 9728) whose authorization server
  * is the backend.
  *
- * Every request carries a bearer token, checked by introspection: it must be active, issued for
- * this satellite's resource (`<satellite url>/mcp`), hold mcp:read and belong to the team of the
- * installation. A per-user installation is served by the instance of the token's user. The token
- * stops here: upstream servers only ever see the instance's own configuration.
+ * Every request carries a bearer token, checked by introspection: it must be an active access
+ * token (never a refresh token), issued for this satellite's resource (`<satellite url>/mcp`),
+ * hold mcp:read and belong to the team of the installation. A per-user installation is served
+ * by the instance of the token's user. The token stops here: upstream servers only ever see the
+ * instance's own configuration.
  *
  * Sessions (Mcp-Session-Id) are bound to the user and to the upstream connection they started
  * on; when that connection ends (stop, restart, crash), its sessions end too and clients start

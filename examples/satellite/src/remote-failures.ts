@@ -22,7 +22,10 @@ export class ExchangeRecord {
   reason(error: unknown, timeoutMs: number): string {
     if (error instanceof McpError && error.code === ErrorCode.RequestTimeout) return `the server did not answer within ${Math.round(timeoutMs / 1000)} s`
     if (this.trouble !== undefined) return describe(this.trouble)
-    if (this.last?.kind === 'answer') return `the server's answer is not usable MCP (${describe(this.last).replace(/^the server answered /, '')})`
+    if (error instanceof McpError && error.code === ErrorCode.ConnectionClosed) return 'the connection to the server closed'
+    // A JSON-RPC error the server sent: its code says enough, its message is the server's own words.
+    if (error instanceof McpError) return `the server answered with MCP error ${Number.isSafeInteger(error.code) ? error.code : 'of an unknown code'}`
+    if (this.last?.kind === 'answer') return `the server's answer (HTTP ${this.last.status}, ${sizeOf(this.last)}) is not usable MCP`
     return 'the connection to the server failed'
   }
 }
@@ -30,7 +33,10 @@ export class ExchangeRecord {
 /** "the server answered HTTP 500 (1234 bytes)", or the failure's own (safe) reason. */
 export function describe(exchange: Exchange): string {
   if (exchange.kind === 'failure') return exchange.reason
-  // An answer still streaming, or cut off, is as large as what was read at least.
-  const size = exchange.complete ? `${exchange.bytes} bytes` : `at least ${exchange.bytes} bytes`
-  return `the server answered HTTP ${exchange.status} (${size})`
+  return `the server answered HTTP ${exchange.status} (${sizeOf(exchange)})`
+}
+
+/** An answer still streaming, or cut off, is as large as what was read at least. */
+function sizeOf(answer: Extract<Exchange, { kind: 'answer' }>): string {
+  return answer.complete ? `${answer.bytes} bytes` : `at least ${answer.bytes} bytes`
 }
