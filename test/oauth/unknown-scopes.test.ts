@@ -193,8 +193,9 @@ describe.each(DIALECTS)('the MCP SDK against a protected resource advertising a 
     const admin = await registerOverHttp(server.base, 'extra_scope_admin')
     user = await registerOverHttp(server.base, 'extra_scope_user')
     const registration = await createToken(client(server.app), admin)
-    satelliteKey = (await pair(server.app, registration.token, 'extra-scope-satellite')).apiKey
     mcp = await startFakeMcpServer({ authorizationServer: server.base, scopes: ADVERTISED, satelliteKey: () => satelliteKey })
+    // Registered with its URL: introspection tells a satellite only of tokens for its own resource.
+    satelliteKey = (await pair(server.app, registration.token, 'extra-scope-satellite', { satellite_url: mcp.origin })).apiKey
   })
   afterAll(async () => {
     await mcp?.close()
