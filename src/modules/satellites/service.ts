@@ -91,7 +91,8 @@ export class SatelliteService {
         const row = existing === undefined
           ? await rows.insert({
             id: newId(), name: input.name, satelliteType: token.scope, teamId: token.teamId, status: 'inactive', disabledAt: null,
-            systemMetrics: null, version: null, lastHeartbeatAt: null, createdAt: now, desiredStamp: 0, ...details,
+            systemMetrics: null, version: null, lastHeartbeatAt: null, createdAt: now, desiredStamp: 0,
+            publicKeyChangedAt: null, isolation: 'none', runtimes: [], offlineAt: null, ...details,
           })
           : await rows.reRegister(existing.id, details)
         if (row === null) continue
