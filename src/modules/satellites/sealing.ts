@@ -42,6 +42,16 @@ export async function sealerFor(publicKey: string): Promise<SatelliteSealer> {
   }
 }
 
+/**
+ * Seals one message to a satellite's public key for another use than its secrets (the key-change
+ * challenge): same suite and wire form, the use's own `info`, and `aad` binding it to its context.
+ */
+export async function sealMessage(publicKey: string, info: string, aad: Uint8Array, message: Uint8Array): Promise<string> {
+  const recipientPublicKey = await sealing.kem.deserializePublicKey(toArrayBuffer(Buffer.from(publicKey, 'base64url')))
+  const { enc, ct } = await sealing.seal({ recipientPublicKey, info: toArrayBuffer(Buffer.from(info, 'utf8')) }, toArrayBuffer(message), toArrayBuffer(aad))
+  return Buffer.concat([Buffer.from(enc), Buffer.from(ct)]).toString('base64url')
+}
+
 /** Whether `publicKey` is a usable X25519 public key (registration checks it before storing it). */
 export async function isUsablePublicKey(publicKey: string): Promise<boolean> {
   try {

@@ -127,6 +127,14 @@ export class SatelliteService {
     throw errors.unauthorized()
   }
 
+  /** A clean stop: the satellite reads `offline`, and its installations `unknown`, until its next heartbeat. */
+  async markOffline(id: string): Promise<SatelliteRow> {
+    const row = await this.deps.satellites.markOffline(id, this.now())
+    if (row !== null) return row
+    if ((await this.deps.satellites.find(id)) !== undefined) throw errors.satelliteDisabled()
+    throw errors.unauthorized()
+  }
+
   list(filter: Omit<SatelliteFilter, 'silentSince'>) {
     return this.deps.satellites.list({ ...filter, silentSince: this.silentSince() })
   }
