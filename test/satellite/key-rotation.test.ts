@@ -6,7 +6,7 @@
  * the next start replaces the pair again, and its heartbeat brings it back.
  */
 import { createHash } from 'node:crypto'
-import { mkdtempSync, readFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
@@ -15,11 +15,13 @@ import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest'
 import type { SatelliteConfig } from '../../examples/satellite/src/config.js'
 import type { Logger } from '../../examples/satellite/src/logger.js'
 import { Satellite } from '../../examples/satellite/src/satellite.js'
+import { SatelliteKeys } from '../../examples/satellite/src/sealing.js'
 import type { Pairing } from '../../examples/satellite/src/state.js'
 import { createTestContext, type TestContext } from '../helpers/app.js'
 import { DIALECTS } from '../helpers/database.js'
 import { privateKeyOf, unseal } from '../helpers/hpke.js'
 import { importDocuments, install, installationOf, type InstallationBody } from '../helpers/installations.js'
+import { changeKeyWithProof } from '../helpers/key-change.js'
 import { issueTokens } from '../helpers/oauth.js'
 import { startOAuthServer, type OAuthServer } from '../helpers/oauth-e2e.js'
 import { createToken } from '../helpers/satellites.js'
@@ -176,5 +178,23 @@ describe.each(DIALECTS)('reference satellite key rotation and clean stop on %s',
     await waitFor(() => satellite.instancesOf(installation.id).find((placed) => placed.phase === 'running'), 'the instance to run', CONVERGE_MS)
     expect(await envThrough()).toBe(SECRET_2)
     expect(await opensWith(after.private_key)).toBe(SECRET_2)
+  }, CONVERGE_TEST_MS)
+
+  it('finishes on its next start a key change that a stop interrupted after the backend took the new key', async () => {
+    onTestFailed(() => console.error(lines.join('\n')))
+    await satellite.stop()
+    const before = saved()
+    const next = await SatelliteKeys.generate()
+    // As if it stopped between the backend's answer and saving the new pair as current.
+    writeFileSync(join(stateDir, 'satellite.json'), JSON.stringify({ ...before, next_private_key: next.privateKeyText, next_public_key: next.publicKey }))
+    await changeKeyWithProof(server.app, { id: before.satellite_id, name: before.name, apiKey: before.api_key }, await privateKeyOf(before.private_key), next.publicKey)
+    satellite = new Satellite(config(undefined), keptLogger(lines))
+    await satellite.start()
+    const after = saved()
+    expect(after.public_key).toBe(next.publicKey)
+    expect(after).not.toHaveProperty('next_public_key')
+    expect(lines.some((line) => line.includes('finished the key change an earlier run began'))).toBe(true)
+    await waitFor(() => satellite.instancesOf(installation.id).find((placed) => placed.phase === 'running'), 'the instance to run', CONVERGE_MS)
+    expect(await envThrough()).toBe(SECRET_2)
   }, CONVERGE_TEST_MS)
 })
