@@ -268,6 +268,9 @@ describe.each(DIALECTS)('public-key change on %s', (dialect) => {
       { public_key: next.publicKey, challenge: challenge.challenge, proof: `${proof}=` },
       { public_key: next.publicKey, registration_token: 'not-a-token' },
       { public_key: 'A'.repeat(44) },
+      // Points of low order (0 and 1): they parse, but nothing can be sealed to them (RFC 7748 §6.1).
+      { public_key: Buffer.alloc(32).toString('base64url') },
+      { public_key: Buffer.from([1, ...new Array(31).fill(0)]).toString('base64url') },
       {},
     ]) {
       expectCode(await putKey(app, satellite, body), 400, 'VALIDATION_ERROR')

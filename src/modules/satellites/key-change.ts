@@ -45,7 +45,12 @@ export class KeyChange {
     if (row.publicKey === null) {
       throw errors.conflict('CONFLICT', 'This satellite has no public key yet, so there is nothing to prove: set its first one with PUT /api/satellites/:id/public-key and the API key alone.')
     }
-    return this.deps.challenges.issue(satelliteId, row.publicKey)
+    try {
+      return await this.deps.challenges.issue(satelliteId, row.publicKey)
+    } catch {
+      // A key stored before keys were checked by a trial seal: nothing can be sealed to it, so nothing proves it.
+      throw errors.conflict('CONFLICT', "Nothing can be sealed to this satellite's current key: replace it with a registration token instead.")
+    }
   }
 
   /**

@@ -52,10 +52,15 @@ export async function sealMessage(publicKey: string, info: string, aad: Uint8Arr
   return Buffer.concat([Buffer.from(enc), Buffer.from(ct)]).toString('base64url')
 }
 
-/** Whether `publicKey` is a usable X25519 public key (registration checks it before storing it). */
+/**
+ * Whether `publicKey` is a usable X25519 public key (checked before one is stored). A point of low
+ * order parses but yields an all-zero shared secret, which X25519 refuses (RFC 7748 §6.1): a trial
+ * seal turns it away here rather than failing every document later.
+ */
 export async function isUsablePublicKey(publicKey: string): Promise<boolean> {
   try {
     await suite.kem.deserializePublicKey(toArrayBuffer(Buffer.from(publicKey, 'base64url')))
+    await sealMessage(publicKey, SEAL_INFO, new Uint8Array(0), new Uint8Array(0))
     return true
   } catch {
     return false
