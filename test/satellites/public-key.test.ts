@@ -254,6 +254,17 @@ describe.each(DIALECTS)('public-key change on %s', (dialect) => {
     await changeKeyWithProof(app, satellite, next.privateKey, (await keyPair()).publicKey)
   })
 
+  it('a re-registration that brings another key (with a registration token, as ever) records when the key changed', async () => {
+    const { satellite } = await keyedSatellite()
+    const next = await keyPair()
+    const again = await pair(app, (await createToken(call, crew.teamAdmin, { teamId: crew.team.id })).token, satellite.name, { public_key: next.publicKey })
+    expect(again.id).toBe(satellite.id)
+    const same = await putKey(app, again, { public_key: next.publicKey })
+    expect(same.statusCode, same.body).toBe(200)
+    expect(same.json().data).toMatchObject({ public_key_fingerprint: fingerprint(next.publicKey), public_key_changed_at: new Date(clock.now()).toISOString() })
+    expect(await opensWith(again, next.privateKey)).toBe(true)
+  })
+
   it('refuses bad shapes with 400', async () => {
     const { satellite, keys } = await keyedSatellite()
     const next = await keyPair()

@@ -80,7 +80,7 @@ export function satellitesRepository(database: Database, executor: Db = database
     },
 
     /** A re-registration: a new key (the old one dies), new details, back to `inactive`. Null if it is gone or disabled. */
-    async reRegister(id: string, patch: Pick<SatelliteRow, 'keyDigest' | 'capabilities' | 'satelliteUrl' | 'publicKey' | 'systemInfo' | 'registeredAt' | 'updatedAt'>): Promise<SatelliteRow | null> {
+    async reRegister(id: string, patch: Pick<SatelliteRow, 'keyDigest' | 'capabilities' | 'satelliteUrl' | 'publicKey' | 'systemInfo' | 'registeredAt' | 'updatedAt'> & Partial<Pick<SatelliteRow, 'publicKeyChangedAt'>>): Promise<SatelliteRow | null> {
       const [row] = await db
         .update(satellites)
         .set({ ...patch, status: 'inactive' })
