@@ -26,9 +26,10 @@ export class KeyRing implements SecretOpener {
     this.keys = [keys, ...this.keys.filter((each) => each !== keys)].slice(0, KEPT)
   }
 
-  /** Tries `keys` too, after the current one: the backend may hold it any moment now. */
+  /** Tries `keys` too, right after the current one: the backend may hold it any moment now. */
   expect(keys: SatelliteKeys): void {
-    this.keys = [...this.keys.filter((each) => each !== keys), keys].slice(-KEPT)
+    const [current, ...older] = this.keys.filter((each) => each !== keys)
+    this.keys = (current === undefined ? [keys] : [current, keys, ...older]).slice(0, KEPT)
   }
 
   drop(keys: SatelliteKeys): void {
