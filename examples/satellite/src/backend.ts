@@ -42,6 +42,8 @@ export interface HeartbeatBody {
   version?: string
 }
 
+export type KeyAuthority = { challenge?: string; proof?: string } | { registration_token?: string }
+
 export type DesiredAnswer =
   | { changed: false }
   | { changed: true; etag: string | undefined; document: DesiredState }
@@ -71,8 +73,22 @@ export class Backend {
     return answer as Registered
   }
 
-  async putPublicKey(publicKey: string): Promise<void> {
-    await this.call('PUT', this.own('/public-key'), { body: { public_key: publicKey } })
+  /**
+   * Sets the key secrets are sealed to. A first key needs nothing more; replacing one needs
+   * `proof` (an answered challenge) or `registration_token` (a fresh one of the satellite's scope).
+   */
+  async putPublicKey(publicKey: string, authority: KeyAuthority = {}): Promise<{ public_key_fingerprint: string }> {
+    return (await this.call('PUT', this.own('/public-key'), { body: { public_key: publicKey, ...authority } })) as { public_key_fingerprint: string }
+  }
+
+  /** A challenge proving the current private key: a nonce sealed to it, to answer within 5 minutes. */
+  async keyChallenge(): Promise<{ challenge: string; sealed: string }> {
+    return (await this.call('POST', this.own('/public-key/challenge'), {})) as { challenge: string; sealed: string }
+  }
+
+  /** Tells the backend this satellite stopped cleanly: it reads offline until the next heartbeat. */
+  async offline(timeoutMs: number): Promise<void> {
+    await this.call('POST', this.own('/offline'), { timeoutMs })
   }
 
   async heartbeat(body: HeartbeatBody): Promise<{ heartbeat_interval_seconds?: number }> {
@@ -139,7 +155,7 @@ export class Backend {
     return { authorization: `Bearer ${this.apiKey}` }
   }
 
-  private async call(method: string, path: string, options: { body?: unknown; token?: string }): Promise<unknown> {
+  private async call(method: string, path: string, options: { body?: unknown; token?: string; timeoutMs?: number }): Promise<unknown> {
     const headers: Record<string, string> = { accept: 'application/json' }
     if (options.body !== undefined) headers['content-type'] = 'application/json'
     Object.assign(headers, options.token === undefined ? this.authorization() : { authorization: `Bearer ${options.token}` })
@@ -147,7 +163,7 @@ export class Backend {
       method,
       headers,
       body: options.body === undefined ? undefined : JSON.stringify(options.body),
-      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+      signal: AbortSignal.timeout(options.timeoutMs ?? REQUEST_TIMEOUT_MS),
     })
     if (response.status === 401 && options.token === undefined) this.unpaired(`${method} ${path.replace(/^\/api\/satellites\/[^/]+/, '')}`)
     return unwrap(response)

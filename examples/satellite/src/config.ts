@@ -21,6 +21,8 @@ export interface SatelliteConfig {
   packageDirs: string[]
   /** How long a server may take to start and answer `initialize`. */
   startTimeoutMs: number
+  /** ROTATE_KEY=1: replace the key pair once paired (proving the current one to the backend). */
+  rotateKey?: boolean
 }
 
 const NAME = /^[a-z0-9][a-z0-9_-]{2,63}$/
@@ -50,6 +52,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env, cwd = proces
     stateDir,
     packageDirs: (env.PACKAGE_DIRS ?? cwd).split(':').filter((dir) => dir !== '').map((dir) => resolve(cwd, dir)),
     startTimeoutMs: startTimeout * 1000,
+    rotateKey: env.ROTATE_KEY === '1' || env.ROTATE_KEY?.toLowerCase() === 'true',
   }
 }
 

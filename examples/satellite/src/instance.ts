@@ -9,7 +9,7 @@
  */
 import type { Tool } from '@modelcontextprotocol/sdk/types.js'
 import { packageCommand, remoteTarget, type Secrets } from './launch.js'
-import type { SatelliteKeys } from './sealing.js'
+import type { SecretOpener } from './key-ring.js'
 import type { Instance, ObservedInstance, Phase } from './types.js'
 import { Upstream } from './upstream.js'
 
@@ -23,7 +23,7 @@ export interface InstanceHooks {
 }
 
 export interface InstanceOptions {
-  keys: SatelliteKeys
+  keys: SecretOpener
   packageDirs: readonly string[]
   startTimeoutMs: number
   hooks: InstanceHooks

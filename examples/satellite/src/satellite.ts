@@ -8,6 +8,8 @@ import { Backend, BackendError, type HeartbeatBody } from './backend.js'
 import type { SatelliteConfig } from './config.js'
 import { Front } from './front.js'
 import { ManagedInstance } from './instance.js'
+import { KeyRing } from './key-ring.js'
+import { rotateKeys, unfinished } from './key-rotation.js'
 import type { Logger } from './logger.js'
 import { Reports } from './reports.js'
 import { SatelliteKeys } from './sealing.js'
@@ -20,6 +22,8 @@ const LONG_POLL_SECONDS = 30
 const HEARTBEAT_SECONDS = 30
 const MAX_BACKOFF_MS = 60_000
 const DISABLED_RETRY_MS = 60_000
+/** A clean stop tells the backend, but does not wait on it longer than this. */
+const OFFLINE_TIMEOUT_MS = 2_000
 
 /** The satellite cannot go on: its pairing was refused and no registration token can replace it. */
 export class FatalError extends Error {}
@@ -30,7 +34,7 @@ export class Satellite {
   private readonly store: StateStore
   private readonly reports: Reports
   private readonly instances = new Map<string, ManagedInstance>()
-  private keys: SatelliteKeys | undefined
+  private readonly ring = new KeyRing()
   private pairing: Pairing | undefined
   private revision: string | undefined
   private etag: string | undefined
@@ -78,6 +82,7 @@ export class Satellite {
       throw error
     }
     this.running = true
+    await this.keyChanges()
     this.scheduleHeartbeat(0)
     this.polling = this.pollLoop()
   }
@@ -91,6 +96,7 @@ export class Satellite {
     await this.stopAll('the satellite is shutting down')
     await this.reports.flush(5000)
     this.reports.close()
+    await this.saidOffline()
     await this.front.close()
     this.endWith(this.fatal)
   }
@@ -101,7 +107,7 @@ export class Satellite {
     const saved = await this.store.load()
     if (saved !== undefined && saved.backend_url === this.config.backendUrl) {
       if (saved.name !== this.config.name) this.log.warn(`STATE_DIR holds the pairing of "${saved.name}"; going on as "${saved.name}"`)
-      this.keys = await SatelliteKeys.restore(saved.private_key, saved.public_key)
+      this.ring.use(await SatelliteKeys.restore(saved.private_key, saved.public_key))
       this.backend.use(saved.satellite_id, saved.api_key)
       this.pairing = saved
       try {
@@ -173,7 +179,7 @@ export class Satellite {
       if (error instanceof BackendError && error.status < 500) throw new FatalError(`registration was refused: ${error.message}`)
       throw error
     }
-    this.keys = keys
+    this.ring.use(keys)
     this.pairing = {
       backend_url: this.config.backendUrl,
       name: registered.satellite.name,
@@ -186,6 +192,46 @@ export class Satellite {
     this.backend.use(registered.satellite.id, registered.api_key)
     await this.store.save(this.pairing)
     this.log.info(`registered as satellite ${registered.satellite.id} (${registered.satellite.name}, ${registered.satellite.satellite_type})`)
+  }
+
+  // ---- Keys and stops ----
+
+  /**
+   * Replaces the key pair the backend seals secrets to, proving the current one. Instances keep
+   * running: the next document carries their secrets sealed to the new key, and the old key still
+   * opens what was sealed before.
+   */
+  async rotateKey(): Promise<void> {
+    if (this.pairing === undefined) throw new Error('not paired')
+    const { pairing, fingerprint } = await rotateKeys({ backend: this.backend, ring: this.ring, store: this.store, pairing: this.pairing })
+    this.pairing = pairing
+    this.log.info(`key pair replaced; the backend now seals to ${fingerprint}`)
+  }
+
+  /** At start: finish a key change a stop interrupted, then the one ROTATE_KEY asks for. A failure is logged, not fatal. */
+  private async keyChanges(): Promise<void> {
+    try {
+      const pending = this.pairing === undefined ? undefined : await unfinished(this.pairing)
+      if (pending !== undefined) {
+        this.ring.expect(pending)
+        const { pairing } = await rotateKeys({ backend: this.backend, ring: this.ring, store: this.store, pairing: this.pairing! }, pending)
+        this.pairing = pairing
+        this.log.info('finished the key change an earlier run began')
+      }
+      if (this.config.rotateKey === true) await this.rotateKey()
+    } catch (error) {
+      this.log.warn(`the key change failed (${error instanceof Error ? error.message : String(error)}); going on with the current key`)
+    }
+  }
+
+  /** A clean stop only (never after the pairing was refused): best effort, briefly. */
+  private async saidOffline(): Promise<void> {
+    if (!this.running || this.fatal !== undefined) return
+    try {
+      await this.backend.offline(OFFLINE_TIMEOUT_MS)
+    } catch (error) {
+      this.log.warn(`could not tell the backend this satellite stopped: ${error instanceof Error ? error.message : String(error)}`)
+    }
   }
 
   // ---- Heartbeat ----
@@ -274,9 +320,9 @@ export class Satellite {
   }
 
   private create(spec: Instance): ManagedInstance {
-    if (this.keys === undefined) throw new Error('not paired')
+    if (this.ring.current === undefined) throw new Error('not paired')
     return new ManagedInstance(spec, {
-      keys: this.keys,
+      keys: this.ring,
       packageDirs: this.config.packageDirs,
       startTimeoutMs: this.config.startTimeoutMs,
       hooks: {

@@ -19,6 +19,12 @@ export interface Pairing {
   public_key: string
   /** The URL it registered; a new one needs a new registration. */
   satellite_url?: string
+  /**
+   * A key pair being introduced (saved before the backend hears of it): if the satellite stops
+   * before it knows the outcome, it finishes the change on its next start.
+   */
+  next_private_key?: string
+  next_public_key?: string
 }
 
 const FILE = 'satellite.json'
