@@ -49,12 +49,12 @@ export function identifierProblem(type: RegistryType, identifier: string): strin
     : type === 'pypi' ? PYPI_NAME.test(identifier)
     : type === 'oci' || type === 'docker' ? IMAGE.test(identifier) && !identifier.includes('..')
     : true
-  return valid ? undefined : `"${identifier}" is not a ${type} package name`
+  return valid ? undefined : `"${identifier}" is not a valid ${type} package name`
 }
 
 export function versionProblem(type: RegistryType, version: string | null): string | undefined {
   if (version === null) return undefined
-  const refused = `the version "${version}" is not a ${type} version`
+  const refused = `the version "${version}" is not a valid ${type} version`
   switch (type) {
     case 'npm':
       // validRange takes exact versions too, and refuses file:, link:, URLs, git specs and aliases.
