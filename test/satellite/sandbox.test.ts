@@ -235,7 +235,7 @@ describe('reference satellite: each instance in its own sandbox', () => {
     expect(ld.message).toMatch(/LD_PRELOAD/)
   })
 
-  it('refuses a version that is not a version (file:), and npx options outside the allow-list', async () => {
+  it('refuses a version that is not a version (file:), npx options outside the allow-list, and containers', async () => {
     const local = await refused(probeInstance({}, { version: 'file:/tmp/x' }))
     expect(local.message).toBe('the version "file:/tmp/x" is not a valid npm version')
     for (const version of ['github:acme/evil', 'npm:other@1', 'https://example.com/x.tgz', 'latest/../x']) {
@@ -246,6 +246,9 @@ describe('reference satellite: each instance in its own sandbox', () => {
     const secretOption = probeInstance({}, { runtime_args: [{ secret: 'arg:opt' }] })
     secretOption.secrets = [{ target: 'arg:opt', sealed: await sealTo(keys.publicKey, secretOption.instance_id, 'arg:opt', '--prefix=/x') }]
     expect((await refused(secretOption)).message).toMatch(/runtime argument arg:opt is a secret/)
+    // docker in a sandbox would need the host's docker socket: no containers here.
+    const image = await refused(probeInstance({}, { registry_type: 'oci', identifier: 'ghcr.io/acme/weather', version: '2.0.0' }))
+    expect(image.message).toMatch(/runs no containers/)
   })
 
   it('without a working bubblewrap it refuses every instance with the reason, and never runs one bare', async () => {

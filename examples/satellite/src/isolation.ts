@@ -13,7 +13,7 @@ import type { ChildSpawn } from './child-transport.js'
 import { InstanceDirs, type Owner } from './instance-dirs.js'
 import { LaunchError, type ProcessCommand } from './launch.js'
 import { companionsOf, findExecutable, findNpx } from './runtimes.js'
-import { bubblewrapCall, DEFAULT_LIMITS, SANDBOX_HOME, type SandboxLimits, type SandboxSetup } from './sandbox.js'
+import { bubblewrapCall, DEFAULT_LIMITS, SANDBOX_HOME, type SandboxLimits, type SandboxPlan, type SandboxSetup } from './sandbox.js'
 
 export type IsolationMode = 'process-sandbox' | 'none'
 
@@ -41,29 +41,31 @@ const SANDBOX_BASE_ENV = ['PATH', 'TERM', 'LANG'] as const
 
 const PROBE_TIMEOUT_MS = 15_000
 
+interface SandboxTools {
+  bwrap: string
+  prlimit: string
+}
+
 export class Isolation {
   private constructor(
     readonly settings: IsolationSettings,
     private readonly dirs: InstanceDirs,
     /** Why no sandbox can start; set only when one was asked for. */
     readonly problem: string | undefined,
-    private readonly tools: { bwrap: string; prlimit: string } | undefined,
+    private readonly tools: SandboxTools | undefined,
   ) {}
 
   /** Opens the instances' folder and, for a sandbox, checks that one really starts. */
   static async start(settings: IsolationSettings): Promise<Isolation> {
-    const owner = process.getuid?.() === 0 && settings.mode === 'process-sandbox' ? settings.sandboxUser : undefined
-    const dirs = await InstanceDirs.open(settings.instancesDir, owner)
+    const dirs = await InstanceDirs.open(settings.instancesDir, settings.mode === 'process-sandbox' ? sandboxOwner(settings) : undefined)
     if (settings.mode === 'none') return new Isolation(settings, dirs, undefined, undefined)
     const bwrap = findExecutable(settings.bwrapPath)
     const prlimit = findExecutable('prlimit')
-    let problem: string | undefined
-    if (bwrap === undefined) problem = `${settings.bwrapPath} was not found`
-    else if (prlimit === undefined) problem = 'prlimit (util-linux) was not found'
-    const isolation = new Isolation(settings, dirs, problem, bwrap === undefined || prlimit === undefined ? undefined : { bwrap, prlimit })
-    if (problem !== undefined) return isolation.refusing(problem)
-    const failed = await isolation.probe()
-    return failed === undefined ? isolation : isolation.refusing(failed)
+    const failed = bwrap === undefined ? `${settings.bwrapPath} was not found`
+      : prlimit === undefined ? 'prlimit (util-linux) was not found'
+      : await probe(new Isolation(settings, dirs, undefined, { bwrap, prlimit }))
+    if (failed === undefined) return new Isolation(settings, dirs, undefined, { bwrap: bwrap!, prlimit: prlimit! })
+    return new Isolation(settings, dirs, `no sandbox: bubblewrap could not start (${failed}); install bubblewrap or set ISOLATION=none`, undefined)
   }
 
   private static shared: Promise<Isolation> | undefined
@@ -103,20 +105,19 @@ export class Isolation {
   /** How to start `command` for an instance: in its sandbox, or bare; LaunchError when it may not run here. */
   async child(command: ProcessCommand, instanceId: string, network: 'full' | 'none'): Promise<ChildSpawn> {
     if (this.problem !== undefined) throw new LaunchError(this.problem)
-    if (this.settings.mode === 'none') {
+    if (this.tools === undefined) {
       if (network === 'none') throw new LaunchError('network "none" needs the process sandbox, and this satellite runs with ISOLATION=none')
       const home = await this.dirs.make(instanceId)
       return { command: command.command, args: command.args, env: { ...pick(process.env, BASE_ENV), ...command.env, ...cacheEnv(home) }, cwd: home }
     }
     if (command.runner === 'docker') throw new LaunchError('this satellite runs no containers: docker in its process sandbox would need the host\'s docker socket, which gives the whole machine')
     const program = findExecutable(command.command)
-    if (program === undefined || this.tools === undefined) throw new LaunchError(`${command.command} is not installed on this satellite`)
-    const home = await this.dirs.make(instanceId)
+    if (program === undefined) throw new LaunchError(`${command.command} is not installed on this satellite`)
     return this.sandboxed({
       command: program,
       args: command.args,
       env: { ...pick(process.env, SANDBOX_BASE_ENV), ...command.env, ...cacheEnv(SANDBOX_HOME) },
-      home,
+      home: await this.dirs.make(instanceId),
       readOnly: [...command.readOnly, program, ...companionsOf(program)],
       network,
     })
@@ -131,40 +132,46 @@ export class Isolation {
     await this.dirs.close()
   }
 
-  private sandboxed(plan: Parameters<typeof bubblewrapCall>[0]): ChildSpawn {
-    const tools = this.tools!
-    const setup: SandboxSetup = { prlimit: tools.prlimit, limits: this.settings.limits, hidden: [...this.settings.hidden, this.dirs.root] }
+  /** bwrap, as the unprivileged user when the satellite is root, with the plan's call. */
+  sandboxed(plan: SandboxPlan): ChildSpawn {
+    if (this.tools === undefined) throw new Error('no sandbox')
+    const setup: SandboxSetup = { prlimit: this.tools.prlimit, limits: this.settings.limits, hidden: [...this.settings.hidden, this.dirs.root] }
     const call = bubblewrapCall(plan, setup)
-    const owner = process.getuid?.() === 0 ? this.settings.sandboxUser : undefined
-    return { command: tools.bwrap, args: call.args, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, fd3: call.fd3, ...(owner === undefined ? {} : { uid: owner.uid, gid: owner.gid }) }
+    const owner = sandboxOwner(this.settings)
+    return { command: this.tools.bwrap, args: call.args, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, fd3: call.fd3, ...owner }
   }
 
-  /** Starts node in a sandbox as an instance would run, and has it write to its HOME; the failure, if any. */
-  private async probe(): Promise<string | undefined> {
-    const id = `probe-${process.pid}`
-    try {
-      const home = await this.dirs.make(id)
-      const child = this.sandboxed({
-        command: process.execPath,
-        args: ['-e', `require('fs').writeFileSync(${JSON.stringify(`${SANDBOX_HOME}/probe`)}, 'ok')`],
-        env: { ...cacheEnv(SANDBOX_HOME) },
-        home,
-        readOnly: [],
-        network: 'full',
-      })
-      const outcome = await run(child, PROBE_TIMEOUT_MS)
-      if (outcome !== undefined) return outcome
-      return existsSync(join(home, 'probe')) ? undefined : 'the sandboxed process could not write to its HOME'
-    } catch (error) {
-      return error instanceof Error ? error.message : String(error)
-    } finally {
-      await this.dirs.remove(id).catch(() => undefined)
-    }
+  /** For the start-up check: a private folder of its own. */
+  makeHome(id: string): Promise<string> {
+    return this.dirs.make(id)
   }
+}
 
-  private refusing(reason: string): Isolation {
-    const problem = `no sandbox: bubblewrap could not start (${reason}); install bubblewrap or set ISOLATION=none`
-    return new Isolation(this.settings, this.dirs, problem, undefined)
+/** The user bwrap runs as: the configured unprivileged one when the satellite is root, else the satellite's own. */
+function sandboxOwner(settings: IsolationSettings): Owner | undefined {
+  return process.getuid?.() === 0 ? settings.sandboxUser : undefined
+}
+
+/** Starts node in a sandbox as an instance would run, and has it write to its HOME: the failure, if any. */
+async function probe(isolation: Isolation): Promise<string | undefined> {
+  const id = `probe-${process.pid}`
+  try {
+    const home = await isolation.makeHome(id)
+    const child = isolation.sandboxed({
+      command: process.execPath,
+      args: ['-e', `require('fs').writeFileSync(${JSON.stringify(`${SANDBOX_HOME}/probe`)}, 'ok')`],
+      env: cacheEnv(SANDBOX_HOME),
+      home,
+      readOnly: [],
+      network: 'full',
+    })
+    const failed = await runToEnd(child, PROBE_TIMEOUT_MS)
+    if (failed !== undefined) return failed
+    return existsSync(join(home, 'probe')) ? undefined : 'the sandboxed process could not write to its HOME'
+  } catch (error) {
+    return error instanceof Error ? error.message : String(error)
+  } finally {
+    await isolation.release(id).catch(() => undefined)
   }
 }
 
@@ -183,9 +190,9 @@ function pick(source: NodeJS.ProcessEnv, keys: readonly string[]): Record<string
 }
 
 /** Runs `child` to its end: undefined when it exited 0, else what went wrong (its last stderr line). */
-function run(child: ChildSpawn, timeoutMs: number): Promise<string | undefined> {
+function runToEnd(child: ChildSpawn, timeoutMs: number): Promise<string | undefined> {
   return new Promise((resolve) => {
-    const process_ = spawn(child.command, child.args, {
+    const started = spawn(child.command, child.args, {
       env: child.env,
       stdio: ['ignore', 'ignore', 'pipe', 'pipe'],
       ...(child.uid === undefined ? {} : { uid: child.uid, gid: child.gid }),
@@ -193,12 +200,12 @@ function run(child: ChildSpawn, timeoutMs: number): Promise<string | undefined> 
       killSignal: 'SIGKILL',
     })
     let stderr = ''
-    process_.stderr!.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString('utf8')).slice(-2000)))
-    const fd3 = process_.stdio[3] as NodeJS.WritableStream | null
+    started.stderr!.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString('utf8')).slice(-2000)))
+    const fd3 = started.stdio[3] as NodeJS.WritableStream | null
     fd3?.on('error', () => undefined)
     fd3?.end(child.fd3 ?? '')
-    process_.once('error', (error: NodeJS.ErrnoException) => resolve(`${child.command}: ${error.code ?? error.message}`))
-    process_.once('close', (code, signal) => {
+    started.once('error', (error: NodeJS.ErrnoException) => resolve(`${child.command}: ${error.code ?? error.message}`))
+    started.once('close', (code, signal) => {
       if (code === 0) return resolve(undefined)
       const last = stderr.trim().split('\n').pop()?.trim()
       resolve(last || (signal !== null ? `ended by ${signal}` : `exit code ${code}`))
