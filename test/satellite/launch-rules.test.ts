@@ -64,6 +64,8 @@ describe('reference satellite: launch rules', () => {
     ['PYTHONPATH', { env: { PythonPath: '/tmp' } }, /PythonPath/],
     ['DYLD_*', { env: { DYLD_INSERT_LIBRARIES: 'x' } }, /DYLD_INSERT_LIBRARIES/],
     ['a name with =', { env: { 'A=B': 'x' } }, /"A=B" is not an environment variable name/],
+    // bubblewrap reads the environment as NUL-separated options: this would mount the host's root.
+    ['a NUL in a value', { env: { MODE: 'x\0--bind\0/\0/host' } }, /the value of MODE holds a NUL character/],
   ] satisfies Array<[string, Partial<PackageLaunch>, RegExp]>)('refuses %s', async (_what, overrides, message) => {
     const refused = command(overrides)
     await expect(refused).rejects.toThrow(LaunchError)

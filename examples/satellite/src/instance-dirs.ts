@@ -5,6 +5,7 @@
  * removed with the instance.
  */
 import { createHash } from 'node:crypto'
+import { rmSync } from 'node:fs'
 import { chmod, chown, mkdir, mkdtemp, readdir, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -58,5 +59,10 @@ export class InstanceDirs {
 
   async close(): Promise<void> {
     if (this.temporary) await rm(this.root, { recursive: true, force: true })
+  }
+
+  /** close(), for a process that is exiting and runs no more asynchronous work. */
+  closeNow(): void {
+    if (this.temporary) rmSync(this.root, { recursive: true, force: true })
   }
 }

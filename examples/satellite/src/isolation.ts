@@ -73,7 +73,7 @@ export class Isolation {
   /** A sandbox with the default settings, for instances run without a satellite around them (tests, tools). */
   static default(): Promise<Isolation> {
     Isolation.shared ??= Isolation.start(defaultIsolationSettings()).then((isolation) => {
-      process.once('exit', () => void isolation.close())
+      process.once('exit', () => isolation.closeNow())
       return isolation
     })
     return Isolation.shared
@@ -130,6 +130,10 @@ export class Isolation {
 
   async close(): Promise<void> {
     await this.dirs.close()
+  }
+
+  closeNow(): void {
+    this.dirs.closeNow()
   }
 
   /** bwrap, as the unprivileged user when the satellite is root, with the plan's call. */

@@ -54,7 +54,11 @@ export function launchEnv(launch: PackageLaunch, secrets: Secrets): Record<strin
   for (const [target, value] of secrets) {
     if (target.startsWith('env:')) env[target.slice(4)] = value
   }
-  for (const name of Object.keys(env)) refuse(envNameProblem(name))
+  for (const [name, value] of Object.entries(env)) {
+    refuse(envNameProblem(name))
+    // The sandbox hands bubblewrap the environment as NUL-separated options: a NUL in a value would start an option of its own.
+    if (value.includes('\0')) throw new LaunchError(`the value of ${name} holds a NUL character`)
+  }
   return env
 }
 

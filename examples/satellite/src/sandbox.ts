@@ -112,7 +112,10 @@ export function bubblewrapCall(plan: SandboxPlan, setup: SandboxSetup): Bubblewr
     '--clearenv', '--args', '3',
     '--', setup.prlimit, ...limitArgs(setup.limits), '--', plan.command, ...plan.args,
   )
-  const fd3 = Object.entries(plan.env).flatMap(([name, value]) => ['--setenv', name, value]).map((arg) => `${arg}\0`).join('')
+  const options = Object.entries(plan.env).flatMap(([name, value]) => ['--setenv', name, value])
+  // Each option ends at a NUL, so one inside a name or value would smuggle in an option (a mount of the host).
+  if (options.some((option) => option.includes('\0'))) throw new Error('an environment variable holds a NUL character')
+  const fd3 = options.map((option) => `${option}\0`).join('')
   return { args, fd3 }
 }
 
