@@ -16,7 +16,7 @@ const command = (overrides: Partial<PackageLaunch>) => packageCommand(launch(ove
 
 describe('reference satellite: launch rules', () => {
   it.each([
-    [{ runtime_args: ['-y', '--quiet'] }, ['-y', '--quiet', '--', 'some-server@1.2.3']],
+    [{ runtime_args: ['-y', '--quiet'] }, ['--yes', '-y', '--quiet', '--', 'some-server@1.2.3']],
     [{ version: '^1.2.0', package_args: ['--port', '1'] }, ['--yes', '--', 'some-server@^1.2.0', '--port', '1']],
     [{ version: 'next' }, ['--yes', '--', 'some-server@next']],
     [{ identifier: '@acme/server', version: null }, ['--yes', '--', '@acme/server']],

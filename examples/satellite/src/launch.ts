@@ -108,8 +108,8 @@ export async function packageCommand(launch: PackageLaunch, secrets: Secrets, op
         // Run directly: the runtime arguments are npx's options, and node needs none of them.
         return { command: process.execPath, args: [local.bin, ...packageArgs], env, runner: 'node', readOnly: packageReads(local), description: `${launch.identifier}@${local.version} (installed at ${local.dir})` }
       }
-      const yes = runnerArgs.some((arg) => arg === '-y' || arg === '--yes') ? [] : ['--yes']
-      return { command: 'npx', args: [...yes, ...runnerArgs, '--', spec, ...packageArgs], env, runner: 'npx', readOnly: [], description: `${spec} (through npx)` }
+      // --yes: nobody is there to answer npx's question whether to install.
+      return { command: 'npx', args: ['--yes', ...runnerArgs, '--', spec, ...packageArgs], env, runner: 'npx', readOnly: [], description: `${spec} (through npx)` }
     }
     case 'pypi': {
       // `name@version` takes an exact version only; a specifier goes to --from as a requirement.
