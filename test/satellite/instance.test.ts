@@ -3,6 +3,7 @@ import { createRequire } from 'node:module'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ChildTransport } from '../../examples/satellite/src/child-transport.js'
 import { ManagedInstance } from '../../examples/satellite/src/instance.js'
+import { Isolation } from '../../examples/satellite/src/isolation.js'
 import { LaunchError, findLocalPackage, packageCommand, remoteTarget } from '../../examples/satellite/src/launch.js'
 import { SatelliteKeys } from '../../examples/satellite/src/sealing.js'
 import type { Instance, PackageLaunch } from '../../examples/satellite/src/types.js'
@@ -17,6 +18,9 @@ async function envOf(instance: ManagedInstance): Promise<Record<string, string>>
   const content = result.content as Array<{ type: string; text: string }>
   return JSON.parse(content[0]!.text) as Record<string, string>
 }
+
+// The instances here run in the default sandbox; its temporary folder goes with this file.
+afterAll(async () => (await Isolation.default()).close())
 
 describe('reference satellite: launching packages', () => {
   const npm = (overrides: Partial<PackageLaunch> = {}): PackageLaunch => ({ ...(everythingInstance().launch as PackageLaunch), ...overrides })
