@@ -6,11 +6,15 @@
  */
 import { request as httpRequest } from 'node:http'
 import { request as httpsRequest } from 'node:https'
-import type { DesiredState, LogLine, ObservedInstance, ReportedTool, TokenClaims } from './types.js'
+import type { DesiredState, Isolation, LogLine, ObservedInstance, ReportedTool, TokenClaims } from './types.js'
 
 export class BackendError extends Error {
-  constructor(readonly status: number, readonly code: string | undefined, message: string) {
+  /** The request fields a 400 VALIDATION_ERROR names. */
+  readonly fields: string[]
+
+  constructor(readonly status: number, readonly code: string | undefined, message: string, details?: unknown) {
     super(message)
+    this.fields = Array.isArray(details) ? details.flatMap((detail: { field?: unknown }) => (typeof detail?.field === 'string' ? [detail.field] : [])) : []
   }
 
   /** The key is no longer valid: the satellite was deleted, or registered again elsewhere. */
@@ -23,7 +27,13 @@ export class BackendError extends Error {
   }
 }
 
-export interface Registration {
+/** What the satellite enforces and can run (older backends refuse these fields; see Satellite). */
+export interface IsolationReport {
+  isolation?: Isolation
+  runtimes?: string[]
+}
+
+export interface Registration extends IsolationReport {
   name: string
   capabilities: string[]
   satellite_url: string
@@ -36,7 +46,7 @@ export interface Registered {
   api_key: string
 }
 
-export interface HeartbeatBody {
+export interface HeartbeatBody extends IsolationReport {
   status: 'active' | 'degraded' | 'error'
   system_metrics: { cpu_usage_percent: number; memory_usage_mb: number; uptime_seconds?: number }
   version?: string
@@ -214,7 +224,7 @@ function getAlone(url: string, headers: Record<string, string>, signal: AbortSig
 /** The `data` of a successful answer; a BackendError for anything else. */
 async function unwrap(response: Response): Promise<unknown> {
   const text = await response.text()
-  let body: { success?: boolean; data?: unknown; error?: string; code?: string } | undefined
+  let body: { success?: boolean; data?: unknown; error?: string; code?: string; details?: unknown } | undefined
   try {
     body = text === '' ? undefined : (JSON.parse(text) as typeof body)
   } catch {
@@ -222,5 +232,5 @@ async function unwrap(response: Response): Promise<unknown> {
   }
   if (response.ok && body?.success === true) return body.data
   const reason = body?.error ?? (text.slice(0, 200) || response.statusText)
-  throw new BackendError(response.status, body?.code, `${response.status} ${body?.code ?? ''} ${reason}`.replace(/\s+/g, ' ').trim())
+  throw new BackendError(response.status, body?.code, `${response.status} ${body?.code ?? ''} ${reason}`.replace(/\s+/g, ' ').trim(), body?.details)
 }

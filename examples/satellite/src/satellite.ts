@@ -4,12 +4,13 @@
  * every document it receives, reports back, and serves the instances to MCP clients.
  */
 import { cpus, freemem, totalmem, type, arch } from 'node:os'
-import { Backend, BackendError, type HeartbeatBody } from './backend.js'
+import { Backend, BackendError, type HeartbeatBody, type IsolationReport } from './backend.js'
 import type { SatelliteConfig } from './config.js'
 import { Front } from './front.js'
 import { ManagedInstance } from './instance.js'
 import { KeyRing } from './key-ring.js'
 import { rotateKeys, unfinished } from './key-rotation.js'
+import { defaultIsolationSettings, Isolation } from './isolation.js'
 import type { Logger } from './logger.js'
 import { Reports } from './reports.js'
 import { SatelliteKeys } from './sealing.js'
@@ -50,6 +51,9 @@ export class Satellite {
   private fatal: Error | undefined
   /** Paired and serving: from here on a 401 to the key means the pairing is gone. */
   private running = false
+  private isolation: Isolation | undefined
+  /** False once the backend refused `isolation` and `runtimes` as unknown fields. */
+  private backendTakesIsolation = true
 
   constructor(private readonly config: SatelliteConfig, private readonly log: Logger) {
     this.backend = new Backend(config.backendUrl, (what) => void this.unpaired(what))
@@ -71,6 +75,12 @@ export class Satellite {
 
   /** Listens, pairs, then runs until stop(). Throws FatalError when it cannot pair. */
   async start(): Promise<void> {
+    const isolation = await Isolation.start(this.config.isolation ?? { ...defaultIsolationSettings(), hidden: this.config.stateDir === undefined ? [] : [this.config.stateDir] })
+    this.isolation = isolation
+    // Said once here; each instance it refuses carries the same reason in its status.
+    if (isolation.problem !== undefined) this.log.error(`${isolation.problem}; every instance placed here fails until then`)
+    else if (isolation.enforced === 'none') this.log.warn('ISOLATION=none: instances run bare, as this satellite\'s user, and see each other and the satellite')
+    else this.log.info(`instances run in a process sandbox (bubblewrap); runtimes: ${isolation.runtimes.join(', ')}`)
     const port = await this.front.listen(this.config.host, this.config.port)
     this.satelliteUrl = this.config.satelliteUrl ?? `http://127.0.0.1:${port}`
     this.front.setBaseUrl(this.satelliteUrl)
@@ -79,6 +89,7 @@ export class Satellite {
       await this.pair()
     } catch (error) {
       await this.front.close()
+      await isolation.close()
       throw error
     }
     this.running = true
@@ -94,6 +105,7 @@ export class Satellite {
     clearTimeout(this.heartbeatTimer)
     await this.polling
     await this.stopAll('the satellite is shutting down')
+    await this.isolation?.close()
     await this.reports.flush(5000)
     this.reports.close()
     await this.saidOffline()
@@ -168,13 +180,14 @@ export class Satellite {
     const keys = await SatelliteKeys.generate()
     let registered
     try {
-      registered = await this.backend.register(token, {
+      registered = await this.withIsolationReport((report) => this.backend.register(token, {
         name: this.config.name,
         capabilities: ['npm', 'pypi', 'oci', 'stdio', 'remote-streamable-http', 'remote-sse'],
         satellite_url: this.url,
         public_key: keys.publicKey,
         system_info: { os: type().toLowerCase(), arch: arch(), node_version: process.version, memory_mb: Math.round(totalmem() / 1024 / 1024) },
-      })
+        ...report,
+      }))
     } catch (error) {
       if (error instanceof BackendError && error.status < 500) throw new FatalError(`registration was refused: ${error.message}`)
       throw error
@@ -246,7 +259,8 @@ export class Satellite {
   }
 
   private async heartbeat(): Promise<void> {
-    const answer = await this.backend.heartbeat(this.metrics())
+    const metrics = this.metrics()
+    const answer = await this.withIsolationReport((report) => this.backend.heartbeat({ ...metrics, ...report }))
     if (typeof answer.heartbeat_interval_seconds === 'number' && answer.heartbeat_interval_seconds >= 5) this.heartbeatSeconds = answer.heartbeat_interval_seconds
   }
 
@@ -265,6 +279,25 @@ export class Satellite {
         uptime_seconds: Math.round(process.uptime()),
       },
       version: SATELLITE_VERSION,
+    }
+  }
+
+  /**
+   * Sends `isolation` and `runtimes` with a registration or heartbeat. A backend from before these
+   * fields refuses unknown ones (400 VALIDATION_ERROR naming them): the request is sent again
+   * without them, and so are all later ones.
+   */
+  private async withIsolationReport<T>(send: (report: IsolationReport) => Promise<T>): Promise<T> {
+    if (!this.backendTakesIsolation || this.isolation === undefined) return send({})
+    try {
+      return await send({ isolation: this.isolation.enforced, runtimes: this.isolation.runtimes })
+    } catch (error) {
+      const refused = error instanceof BackendError && error.status === 400 && error.code === 'VALIDATION_ERROR' &&
+        error.fields.some((field) => field === 'isolation' || field === 'runtimes')
+      if (!refused) throw error
+      this.backendTakesIsolation = false
+      this.log.warn('the backend does not know the isolation and runtimes fields yet; sending without them')
+      return send({})
     }
   }
 
@@ -323,6 +356,7 @@ export class Satellite {
     if (this.ring.current === undefined) throw new Error('not paired')
     return new ManagedInstance(spec, {
       keys: this.ring,
+      ...(this.isolation === undefined ? {} : { isolation: this.isolation }),
       packageDirs: this.config.packageDirs,
       startTimeoutMs: this.config.startTimeoutMs,
       hooks: {
