@@ -52,6 +52,8 @@ import { registryImportRoutes } from './modules/registry/import-routes.js'
 import { registryReadRoutes } from './modules/registry/read-routes.js'
 import { registrySyncRoutes } from './modules/registry/sync-routes.js'
 import { satelliteAgentRoutes } from './modules/satellites/agent-routes.js'
+import { satelliteKeyRoutes } from './modules/satellites/key-routes.js'
+import { satelliteOfflineRoutes } from './modules/satellites/offline-routes.js'
 import { satelliteRoutes } from './modules/satellites/routes.js'
 import { registrationTokenRoutes } from './modules/satellites/token-routes.js'
 import { pluginsRoutes } from './plugin-host/plugins-routes.js'
@@ -232,6 +234,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await app.register(satelliteAgentRoutes)
     await app.register(installationRoutes)
     await app.register(channelRoutes)
+    await app.register(satelliteKeyRoutes)
+    await app.register(satelliteOfflineRoutes)
     await app.register(satelliteRoutes)
     await app.register(pluginsRoutes, { plugins })
     // Last: extension plugins mount beside the finished core.

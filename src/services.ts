@@ -43,6 +43,8 @@ import { Metrics } from './modules/metrics/service.js'
 import { RegistrationJwt } from './modules/satellites/registration-jwt.js'
 import { RegistrationTokens } from './modules/satellites/registration-tokens.js'
 import { SatelliteService } from './modules/satellites/service.js'
+import { KeyChange } from './modules/satellites/key-change.js'
+import { KeyChangeChallenges } from './modules/satellites/key-change-challenge.js'
 import { InstallationService } from './modules/installations/service.js'
 import { installationValueBox } from './modules/installations/sealed-values.js'
 import { Channel } from './modules/channel/service.js'
@@ -91,6 +93,8 @@ export interface Services {
   serverJsonExporter: ServerJsonExporter
   registrationTokens: RegistrationTokens
   satellites: SatelliteService
+  /** A satellite's public key: its first one, and replacing it with proof. */
+  keyChange: KeyChange
   /** Teams' installations of catalogue servers, their values and placement. */
   installations: InstallationService
   /** The satellite control channel: desired-state documents, long-polls and reports. */
@@ -189,11 +193,13 @@ export async function createServices(database: Database, { config, clock, log, l
   })
   const serverService = new ServerService({ database, servers, categories, teams, search, audit, clock, beforeDelete: (serverId, tx) => installations.assertServerUnused(serverId, tx) })
   const registrationTokenRows = registrationTokensRepository(database)
-  const registrationTokens = new RegistrationTokens({
-    database, tokens: registrationTokenRows, teams, audit, clock,
-    jwt: new RegistrationJwt(deriveKey(config.encryptionSecret, 'registration-jwt'), config.publicUrl, clock),
-  })
+  const registrationJwt = new RegistrationJwt(deriveKey(config.encryptionSecret, 'registration-jwt'), config.publicUrl, clock)
+  const registrationTokens = new RegistrationTokens({ database, tokens: registrationTokenRows, teams, audit, clock, jwt: registrationJwt })
   const satellites = new SatelliteService({ database, satellites: satellitesRepository(database), tokens: registrationTokenRows, teams, digest, audit, clock })
+  const keyChange = new KeyChange({
+    database, satellites: satellitesRepository(database), tokens: registrationTokenRows, stamps, audit, clock, jwt: registrationJwt,
+    challenges: new KeyChangeChallenges(deriveKey(config.encryptionSecret, 'satellite-key-change'), config.publicUrl, clock),
+  })
   const followLatest = (serverId: string, tx: Db) => installations.followLatest(serverId, tx)
   const registryImporter = new CatalogueImporter({ database, servers, versions: serverVersionsRepository(database), audit, clock, afterLatestChange: followLatest })
   // The sync's own limits; OUTBOUND_ALLOWED_HOSTS may reach the operator's network, over http too.
@@ -204,6 +210,7 @@ export async function createServices(database: Database, { config, clock, log, l
   return {
     registrationTokens,
     satellites,
+    keyChange,
     pluginItems: pluginItemsRepository(database),
     oauth,
     categoryService: new CategoryService({ database, categories, audit, clock }),

@@ -72,6 +72,7 @@ describe.each(DIALECTS)('who may use the satellite channel on %s', (dialect) => 
       body: () => ({ lines: [{ at: new Date().toISOString(), stream: 'stdout', text: 'a refused line' }] }),
     },
     'PUT public-key': { method: 'PUT', path: (id) => `/api/satellites/${id}/public-key`, body: () => ({ public_key: strangerKey }) },
+    'POST public-key challenge': { method: 'POST', path: (id) => `/api/satellites/${id}/public-key/challenge` },
   }
   /** A key someone other than the owner would like its secrets sealed to. */
   let strangerKey: string

@@ -4,6 +4,7 @@ import { createTestContext, type TestContext } from '../helpers/app.js'
 import { DIALECTS } from '../helpers/database.js'
 import { keyPair, unseal, type PrivateKey } from '../helpers/hpke.js'
 import { importDocuments, install, installationOf, weatherDocument, type InstallationBody } from '../helpers/installations.js'
+import { changeKeyWithProof } from '../helpers/key-change.js'
 import { createToken, heartbeat, pair, SATELLITE_LIMITS, type Paired } from '../helpers/satellites.js'
 import { addMember, client, crew as makeCrew, signUp, type Account, type Call, type Crew } from '../helpers/teams.js'
 
@@ -222,8 +223,8 @@ describe.each(DIALECTS)('satellite desired state on %s', (dialect) => {
     expect(await unseal(ownKeys.privateKey, ids[0]!, 'env:WEATHER_API_KEY', rotated.sealed)).toBe('reseal-rotated')
 
     const newKeys = await keyPair()
-    const put = await app.inject({ method: 'PUT', url: `/api/satellites/${sat.id}/public-key`, headers: { authorization: `Bearer ${sat.apiKey}` }, payload: { public_key: newKeys.publicKey } })
-    expect(put.statusCode, put.body).toBe(200)
+    // Replacing a key takes a proof of the current one.
+    await changeKeyWithProof(app, sat, ownKeys.privateKey, newKeys.publicKey)
     const third = await document(sat)
     for (const instance of third.instances) {
       for (const secret of instance.secrets) {

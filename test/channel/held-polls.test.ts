@@ -51,4 +51,43 @@ describe.each(DIALECTS)('held long-polls of a satellite that goes away, on %s', 
     expect(response.statusCode, response.body).toBe(401)
     expect(Date.now() - started).toBeLessThan(15_000)
   })
+
+  it('holds at most 4 requests of one satellite: a fifth answers the oldest 304 at once with its ETag, the other four stay held', async () => {
+    const satellite = await fresh()
+    const headers = { authorization: `Bearer ${satellite.apiKey}` }
+    const first = await app.inject({ method: 'GET', url: `/api/satellites/${satellite.id}/desired-state`, headers })
+    const etag = first.headers.etag as string
+    const settled = new Map<number, LightMyRequestResponse>()
+    const poll = (index: number) => {
+      const pending = app.inject({ method: 'GET', url: `/api/satellites/${satellite.id}/desired-state?wait=30`, headers: { ...headers, 'if-none-match': etag } })
+      void pending.then((response) => settled.set(index, response))
+      return pending
+    }
+    const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+    const polls: Array<Promise<LightMyRequestResponse>> = []
+    for (let index = 0; index < 4; index++) {
+      polls.push(poll(index))
+      await pause(100)
+    }
+    await pause(300)
+    expect([...settled.keys()]).toEqual([])
+    const started = Date.now()
+    polls.push(poll(4))
+    const oldest = await polls[0]!
+    expect(Date.now() - started).toBeLessThan(1_000)
+    expect(oldest.statusCode).toBe(304)
+    expect(oldest.headers.etag).toBe(etag)
+    await pause(500)
+    expect([...settled.keys()]).toEqual([0])
+    // A sixth pushes out the next oldest.
+    polls.push(poll(5))
+    expect((await polls[1]!).statusCode).toBe(304)
+    await pause(500)
+    expect([...settled.keys()].sort()).toEqual([0, 1])
+    // The four still held answer when their satellite changes (here: disabled, 403 at once).
+    expect((await call('PUT', `/api/satellites/${satellite.id}`, admin, { status: 'disabled' })).statusCode).toBe(200)
+    const rest = await Promise.all(polls.slice(2))
+    expect(rest.map((response) => response.statusCode)).toEqual([403, 403, 403, 403])
+    expect(Date.now() - started).toBeLessThan(15_000)
+  })
 })

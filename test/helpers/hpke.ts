@@ -26,3 +26,8 @@ export async function unseal(privateKey: PrivateKey, instanceId: string, target:
   )
   return new TextDecoder().decode(plain)
 }
+
+/** A private key from the base64url of its raw 32 bytes (as the reference satellite keeps it in its state file). */
+export async function privateKeyOf(text: string): Promise<PrivateKey> {
+  return suite.kem.deserializePrivateKey(slice(Buffer.from(text, 'base64url')))
+}

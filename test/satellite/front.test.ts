@@ -3,6 +3,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Front } from '../../examples/satellite/src/front.js'
 import { ManagedInstance } from '../../examples/satellite/src/instance.js'
+import { Isolation } from '../../examples/satellite/src/isolation.js'
 import { silentLogger } from '../../examples/satellite/src/logger.js'
 import { SatelliteKeys } from '../../examples/satellite/src/sealing.js'
 import { TokenChecker } from '../../examples/satellite/src/tokens.js'
@@ -18,6 +19,9 @@ const BACKEND = 'http://127.0.0.1:9'
  * checked by the satellite's introspection cache, fed here by a table instead of the backend
  * (the end-to-end test uses the backend).
  */
+// The instances here run in the default sandbox; its temporary folder goes with this file.
+afterAll(async () => (await Isolation.default()).close())
+
 describe('reference satellite: HTTP front', () => {
   let keys: SatelliteKeys
   let front: Front

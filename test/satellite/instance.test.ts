@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ChildTransport } from '../../examples/satellite/src/child-transport.js'
 import { UNRESTRICTED } from '../../examples/satellite/src/egress.js'
 import { ManagedInstance } from '../../examples/satellite/src/instance.js'
+import { Isolation } from '../../examples/satellite/src/isolation.js'
 import { LaunchError, findLocalPackage, packageCommand, remoteTarget } from '../../examples/satellite/src/launch.js'
 import { SatelliteKeys } from '../../examples/satellite/src/sealing.js'
 import type { Instance, PackageLaunch } from '../../examples/satellite/src/types.js'
@@ -18,6 +19,9 @@ async function envOf(instance: ManagedInstance): Promise<Record<string, string>>
   const content = result.content as Array<{ type: string; text: string }>
   return JSON.parse(content[0]!.text) as Record<string, string>
 }
+
+// The instances here run in the default sandbox; its temporary folder goes with this file.
+afterAll(async () => (await Isolation.default()).close())
 
 describe('reference satellite: launching packages', () => {
   const npm = (overrides: Partial<PackageLaunch> = {}): PackageLaunch => ({ ...(everythingInstance().launch as PackageLaunch), ...overrides })
@@ -36,7 +40,7 @@ describe('reference satellite: launching packages', () => {
   it('falls back to npx for a version that is not installed, and to uvx and docker for other registries', async () => {
     const none = new Map<string, string>()
     const npx = await packageCommand(npm({ version: '0.0.1-absent', runtime_args: ['--quiet'] }), none, { packageDirs: [process.cwd()] })
-    expect(npx).toMatchObject({ command: 'npx', args: ['--yes', '--quiet', `${EVERYTHING}@0.0.1-absent`, 'stdio'] })
+    expect(npx).toMatchObject({ command: 'npx', args: ['--yes', '--quiet', '--', `${EVERYTHING}@0.0.1-absent`, 'stdio'] })
     expect(await findLocalPackage(EVERYTHING, '0.0.1-absent', [process.cwd()])).toBeUndefined()
     expect(await findLocalPackage(EVERYTHING, null, [process.cwd()])).toMatchObject({ version: EVERYTHING_VERSION })
 
@@ -45,7 +49,7 @@ describe('reference satellite: launching packages', () => {
 
     const docker = await packageCommand(npm({ registry_type: 'oci', identifier: 'ghcr.io/acme/weather', version: '2.0.0', package_args: [], env: { REGION: 'eu' } }), new Map([['env:API_KEY', 'k']]), { packageDirs: [] })
     // Variables are named on the command line and valued in docker's environment only.
-    expect(docker).toMatchObject({ command: 'docker', args: ['run', '--rm', '-i', '-e', 'REGION', '-e', 'API_KEY', 'ghcr.io/acme/weather:2.0.0'], env: { REGION: 'eu', API_KEY: 'k' } })
+    expect(docker).toMatchObject({ command: 'docker', args: ['run', '--rm', '-i', '-e', 'REGION', '-e', 'API_KEY', '--', 'ghcr.io/acme/weather:2.0.0'], env: { REGION: 'eu', API_KEY: 'k' } })
   })
 
   it('refuses what it cannot run: a secret slot without a value, a non-stdio package, an unknown registry', async () => {

@@ -6,11 +6,15 @@
  */
 import { request as httpRequest } from 'node:http'
 import { request as httpsRequest } from 'node:https'
-import type { DesiredState, LogLine, ObservedInstance, ReportedTool, TokenClaims } from './types.js'
+import type { DesiredState, Isolation, LogLine, ObservedInstance, ReportedTool, TokenClaims } from './types.js'
 
 export class BackendError extends Error {
-  constructor(readonly status: number, readonly code: string | undefined, message: string) {
+  /** The request fields a 400 VALIDATION_ERROR names. */
+  readonly fields: string[]
+
+  constructor(readonly status: number, readonly code: string | undefined, message: string, details?: unknown) {
     super(message)
+    this.fields = Array.isArray(details) ? details.flatMap((detail: { field?: unknown }) => (typeof detail?.field === 'string' ? [detail.field] : [])) : []
   }
 
   /** The key is no longer valid: the satellite was deleted, or registered again elsewhere. */
@@ -23,7 +27,13 @@ export class BackendError extends Error {
   }
 }
 
-export interface Registration {
+/** What the satellite enforces and can run (older backends refuse these fields; see Satellite). */
+export interface IsolationReport {
+  isolation?: Isolation
+  runtimes?: string[]
+}
+
+export interface Registration extends IsolationReport {
   name: string
   capabilities: string[]
   satellite_url: string
@@ -36,11 +46,13 @@ export interface Registered {
   api_key: string
 }
 
-export interface HeartbeatBody {
+export interface HeartbeatBody extends IsolationReport {
   status: 'active' | 'degraded' | 'error'
   system_metrics: { cpu_usage_percent: number; memory_usage_mb: number; uptime_seconds?: number }
   version?: string
 }
+
+export type KeyAuthority = { challenge?: string; proof?: string } | { registration_token?: string }
 
 export type DesiredAnswer =
   | { changed: false }
@@ -71,8 +83,22 @@ export class Backend {
     return answer as Registered
   }
 
-  async putPublicKey(publicKey: string): Promise<void> {
-    await this.call('PUT', this.own('/public-key'), { body: { public_key: publicKey } })
+  /**
+   * Sets the key secrets are sealed to. A first key needs nothing more; replacing one needs
+   * `proof` (an answered challenge) or `registration_token` (a fresh one of the satellite's scope).
+   */
+  async putPublicKey(publicKey: string, authority: KeyAuthority = {}): Promise<{ public_key_fingerprint: string }> {
+    return (await this.call('PUT', this.own('/public-key'), { body: { public_key: publicKey, ...authority } })) as { public_key_fingerprint: string }
+  }
+
+  /** A challenge proving the current private key: a nonce sealed to it, to answer within 5 minutes. */
+  async keyChallenge(): Promise<{ challenge: string; sealed: string }> {
+    return (await this.call('POST', this.own('/public-key/challenge'), {})) as { challenge: string; sealed: string }
+  }
+
+  /** Tells the backend this satellite stopped cleanly: it reads offline until the next heartbeat. */
+  async offline(timeoutMs: number): Promise<void> {
+    await this.call('POST', this.own('/offline'), { timeoutMs })
   }
 
   async heartbeat(body: HeartbeatBody): Promise<{ heartbeat_interval_seconds?: number }> {
@@ -139,7 +165,7 @@ export class Backend {
     return { authorization: `Bearer ${this.apiKey}` }
   }
 
-  private async call(method: string, path: string, options: { body?: unknown; token?: string }): Promise<unknown> {
+  private async call(method: string, path: string, options: { body?: unknown; token?: string; timeoutMs?: number }): Promise<unknown> {
     const headers: Record<string, string> = { accept: 'application/json' }
     if (options.body !== undefined) headers['content-type'] = 'application/json'
     Object.assign(headers, options.token === undefined ? this.authorization() : { authorization: `Bearer ${options.token}` })
@@ -147,7 +173,7 @@ export class Backend {
       method,
       headers,
       body: options.body === undefined ? undefined : JSON.stringify(options.body),
-      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+      signal: AbortSignal.timeout(options.timeoutMs ?? REQUEST_TIMEOUT_MS),
     })
     if (response.status === 401 && options.token === undefined) this.unpaired(`${method} ${path.replace(/^\/api\/satellites\/[^/]+/, '')}`)
     return unwrap(response)
@@ -198,7 +224,7 @@ function getAlone(url: string, headers: Record<string, string>, signal: AbortSig
 /** The `data` of a successful answer; a BackendError for anything else. */
 async function unwrap(response: Response): Promise<unknown> {
   const text = await response.text()
-  let body: { success?: boolean; data?: unknown; error?: string; code?: string } | undefined
+  let body: { success?: boolean; data?: unknown; error?: string; code?: string; details?: unknown } | undefined
   try {
     body = text === '' ? undefined : (JSON.parse(text) as typeof body)
   } catch {
@@ -206,5 +232,5 @@ async function unwrap(response: Response): Promise<unknown> {
   }
   if (response.ok && body?.success === true) return body.data
   const reason = body?.error ?? (text.slice(0, 200) || response.statusText)
-  throw new BackendError(response.status, body?.code, `${response.status} ${body?.code ?? ''} ${reason}`.replace(/\s+/g, ' ').trim())
+  throw new BackendError(response.status, body?.code, `${response.status} ${body?.code ?? ''} ${reason}`.replace(/\s+/g, ' ').trim(), body?.details)
 }

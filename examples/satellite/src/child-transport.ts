@@ -12,12 +12,21 @@ import { deserializeMessage, serializeMessage } from '@modelcontextprotocol/sdk/
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js'
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js'
 
-export interface ChildOptions {
+/** A process to start: what the satellite's isolation turns a package's command into. */
+export interface ChildSpawn {
   command: string
   args: string[]
   /** The whole environment of the child. */
   env: Record<string, string>
   cwd?: string
+  /** Start it as this user (a satellite running as root hands its sandboxes to an unprivileged one). */
+  uid?: number
+  gid?: number
+  /** Written to the child's file descriptor 3, then closed (bubblewrap reads its `--args 3` there). */
+  fd3?: string
+}
+
+export interface ChildOptions extends ChildSpawn {
   /** How long SIGTERM is given before SIGKILL. */
   graceMs?: number
   onLine(stream: 'stdout' | 'stderr', text: string): void
@@ -61,15 +70,22 @@ export class ChildTransport implements Transport {
 
   async start(): Promise<void> {
     if (this.child !== undefined) throw new Error('already started')
+    const { fd3, uid, gid } = this.options
     const child = spawn(this.options.command, this.options.args, {
       env: this.options.env,
       cwd: this.options.cwd,
-      stdio: ['pipe', 'pipe', 'pipe'],
+      stdio: fd3 === undefined ? ['pipe', 'pipe', 'pipe'] : ['pipe', 'pipe', 'pipe', 'pipe'],
       shell: false,
       detached: process.platform !== 'win32',
       windowsHide: true,
+      ...(uid === undefined ? {} : { uid, gid }),
     })
     this.child = child
+    if (fd3 !== undefined) {
+      const extra = child.stdio[3] as NodeJS.WritableStream | null
+      extra?.on('error', () => undefined)
+      extra?.end(fd3)
+    }
     this.exited = new Promise((resolve) => {
       const ended = (info: ExitInfo) => {
         if (this.exitInfo !== undefined) return

@@ -3,6 +3,8 @@
  */
 import { hostname, homedir } from 'node:os'
 import { join, resolve } from 'node:path'
+import { defaultIsolationSettings, type IsolationSettings } from './isolation.js'
+import type { SandboxLimits } from './sandbox.js'
 
 export interface SatelliteConfig {
   /** The backend's base URL, without a trailing slash. */
@@ -21,11 +23,16 @@ export interface SatelliteConfig {
   packageDirs: string[]
   /** How long a server may take to start and answer `initialize`. */
   startTimeoutMs: number
+  /** ROTATE_KEY=1: replace the key pair once paired (proving the current one to the backend). */
+  rotateKey?: boolean
+  /** How instances are kept apart; absent: a process sandbox with the defaults. */
+  isolation?: IsolationSettings
   /**
    * EGRESS_ALLOWED_HOSTS: hosts (`host`, or `host:port` for one port) that remote targets may reach
    * on a satellite shared by several teams whatever they resolve to; lower case, IPv6 in brackets.
+   * Absent: none.
    */
-  egressAllowedHosts: string[]
+  egressAllowedHosts?: string[]
 }
 
 const NAME = /^[a-z0-9][a-z0-9_-]{2,63}$/
@@ -56,6 +63,8 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env, cwd = proces
     packageDirs: (env.PACKAGE_DIRS ?? cwd).split(':').filter((dir) => dir !== '').map((dir) => resolve(cwd, dir)),
     startTimeoutMs: startTimeout * 1000,
     egressAllowedHosts: allowedHosts(env.EGRESS_ALLOWED_HOSTS ?? ''),
+    rotateKey: env.ROTATE_KEY === '1' || env.ROTATE_KEY?.toLowerCase() === 'true',
+    isolation: isolationFromEnv(env, cwd, stateDir),
   }
 }
 
@@ -77,6 +86,37 @@ function allowedHosts(text: string): string[] {
     }
     return port === undefined ? host : `${host}:${port}`
   })
+}
+
+/** ISOLATION, BWRAP_PATH, INSTANCES_DIR and the SANDBOX_* limits. */
+function isolationFromEnv(env: NodeJS.ProcessEnv, cwd: string, stateDir: string | undefined): IsolationSettings {
+  const defaults = defaultIsolationSettings()
+  const mode = env.ISOLATION?.trim() || 'process-sandbox'
+  if (mode !== 'process-sandbox' && mode !== 'none') throw new ConfigError('ISOLATION must be process-sandbox (the default) or none')
+  const limits: SandboxLimits = {
+    memoryMb: whole(env, 'SANDBOX_MEMORY_MB', defaults.limits.memoryMb),
+    openFiles: whole(env, 'SANDBOX_OPEN_FILES', defaults.limits.openFiles),
+    processes: whole(env, 'SANDBOX_PROCESSES', defaults.limits.processes),
+    fileSizeMb: whole(env, 'SANDBOX_FILE_SIZE_MB', defaults.limits.fileSizeMb),
+    tmpMb: whole(env, 'SANDBOX_TMP_MB', defaults.limits.tmpMb),
+  }
+  return {
+    mode,
+    bwrapPath: env.BWRAP_PATH?.trim() || defaults.bwrapPath,
+    instancesDir: env.INSTANCES_DIR?.trim() ? resolve(cwd, env.INSTANCES_DIR.trim()) : undefined,
+    sandboxUser: { uid: whole(env, 'SANDBOX_UID', defaults.sandboxUser.uid), gid: whole(env, 'SANDBOX_GID', defaults.sandboxUser.gid) },
+    limits,
+    hidden: stateDir === undefined ? [] : [stateDir],
+  }
+}
+
+/** A positive whole number from `key`, or `fallback` when unset. */
+function whole(env: NodeJS.ProcessEnv, key: string, fallback: number): number {
+  const text = env[key]?.trim()
+  if (text === undefined || text === '') return fallback
+  const value = Number(text)
+  if (!Number.isInteger(value) || value <= 0) throw new ConfigError(`${key} must be a positive whole number`)
+  return value
 }
 
 function required(env: NodeJS.ProcessEnv, key: string): string {

@@ -9,9 +9,10 @@
  */
 import type { Tool } from '@modelcontextprotocol/sdk/types.js'
 import type { EgressRule } from './egress.js'
-import { packageCommand, remoteTarget, type Secrets } from './launch.js'
+import { Isolation } from './isolation.js'
+import { LaunchError, packageCommand, remoteTarget, type Secrets } from './launch.js'
+import type { SecretOpener } from './key-ring.js'
 import { mask, maskedForms } from './masking.js'
-import type { SatelliteKeys } from './sealing.js'
 import type { Instance, ObservedInstance, Phase } from './types.js'
 import { Upstream } from './upstream.js'
 
@@ -25,7 +26,9 @@ export interface InstanceHooks {
 }
 
 export interface InstanceOptions {
-  keys: SatelliteKeys
+  keys: SecretOpener
+  /** How its process is kept apart; without one, a sandbox with the default settings. */
+  isolation?: Isolation
   packageDirs: readonly string[]
   startTimeoutMs: number
   hooks: InstanceHooks
@@ -77,11 +80,13 @@ export class ManagedInstance {
     void this.schedule()
   }
 
-  /** The instance left the document: stops it; resolves once stopped. */
+  /** The instance left the document: stops it and removes its private folder; resolves once done. */
   remove(): Promise<void> {
     this.removed = true
     this.start?.controller.abort()
-    return this.schedule()
+    return this.schedule().then(async () => {
+      await (await this.isolation()).release(this.id).catch((error: unknown) => this.event(`could not remove its folder: ${error instanceof Error ? error.message : String(error)}`))
+    })
   }
 
   /** What observed-state reports for it. */
@@ -177,13 +182,23 @@ export class ManagedInstance {
     }
     const launch = spec.launch
     if (launch.kind === 'remote') {
+      // The satellite itself reaches a remote server; there is no process to take the network from.
+      if (spec.network === 'none') throw new LaunchError('a remote server cannot run with network "none"')
       const target = remoteTarget(launch, secrets)
       this.event(`connecting to ${new URL(target.url).origin} (${target.transport})`)
       return Upstream.remote(target, events, this.options.egress ?? SHARED_SATELLITE_EGRESS)
     }
+    const isolation = await this.isolation()
+    // Refused before anything is read or written for it: no sandbox, no start.
+    if (isolation.problem !== undefined) throw new LaunchError(isolation.problem)
     const command = await packageCommand(launch, secrets, { packageDirs: this.options.packageDirs })
-    this.event(`starting ${command.description}`)
-    return Upstream.process(command, events)
+    const child = await isolation.child(command, spec.instance_id, spec.network ?? 'full')
+    this.event(`starting ${command.description}${isolation.enforced === 'none' ? ', not sandboxed (ISOLATION=none)' : ' in its sandbox'}`)
+    return Upstream.process(child, events)
+  }
+
+  private isolation(): Promise<Isolation> {
+    return this.options.isolation === undefined ? Isolation.default() : Promise.resolve(this.options.isolation)
   }
 
   /** The running upstream ended; unasked, that is a crash. */

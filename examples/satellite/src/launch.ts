@@ -6,20 +6,25 @@
  * a command. The runtime is chosen by the registry type, not by the catalogue's `runtime_hint`,
  * so a catalogue entry cannot make the satellite run a program of its choice.
  */
-import { existsSync } from 'node:fs'
+import { existsSync, realpathSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
-import { dirname, join, resolve } from 'node:path'
+import { basename, dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { envNameProblem, identifierProblem, isPep440Version, runtimeArgsProblem, versionProblem } from './runtime-rules.js'
 import type { Arg, PackageLaunch, RemoteLaunch } from './types.js'
 
 /** A launch this satellite cannot carry out; the message goes to the instance's status. */
 export class LaunchError extends Error {}
 
 export interface ProcessCommand {
+  /** The program: an absolute path (this satellite's node) or a runner's name, found on PATH. */
   command: string
   args: string[]
-  /** The variables given to the process on top of the minimal base environment. */
+  /** The instance's own variables (launch.env and `env:` secrets); the runner adds HOME, PATH and caches. */
   env: Record<string, string>
+  runner: 'node' | 'npx' | 'uvx' | 'docker'
+  /** What the program reads beyond the system and its runner: an installed package and the node_modules it resolves from. */
+  readOnly: string[]
   /** What to show in logs: the package and how it was found, never an argument value. */
   description: string
 }
@@ -33,18 +38,6 @@ export interface RemoteTarget {
 /** Opened secrets, target → value (`env:NAME`, `arg:key`, `header:Name`, `urlvar:name`). */
 export type Secrets = ReadonlyMap<string, string>
 
-/** The variables every child gets from the satellite's own environment, and nothing else. */
-const BASE_ENV = ['PATH', 'HOME', 'USER', 'LOGNAME', 'SHELL', 'TERM', 'LANG', 'TMPDIR', 'SystemRoot', 'APPDATA', 'LOCALAPPDATA', 'USERPROFILE'] as const
-
-export function baseEnv(source: NodeJS.ProcessEnv = process.env): Record<string, string> {
-  const env: Record<string, string> = {}
-  for (const key of BASE_ENV) {
-    const value = source[key]
-    if (value !== undefined) env[key] = value
-  }
-  return env
-}
-
 /** The argv entries with every secret slot filled; a slot without a value refuses the launch. */
 export function fillArgs(args: readonly Arg[], secrets: Secrets): string[] {
   return args.map((arg) => {
@@ -55,13 +48,31 @@ export function fillArgs(args: readonly Arg[], secrets: Secrets): string[] {
   })
 }
 
-/** launch.env plus every `env:NAME` secret. */
+/** launch.env plus every `env:NAME` secret; a name that changes how code is loaded refuses the launch. */
 export function launchEnv(launch: PackageLaunch, secrets: Secrets): Record<string, string> {
   const env: Record<string, string> = { ...launch.env }
   for (const [target, value] of secrets) {
     if (target.startsWith('env:')) env[target.slice(4)] = value
   }
+  for (const [name, value] of Object.entries(env)) {
+    refuse(envNameProblem(name))
+    // The sandbox hands bubblewrap the environment as NUL-separated options: a NUL in a value would start an option of its own.
+    if (value.includes('\0')) throw new LaunchError(`the value of ${name} holds a NUL character`)
+  }
   return env
+}
+
+/**
+ * The runner's own options from the catalogue: plain strings from the allow-list only. A secret
+ * there is refused without being read, so its value never reaches a message.
+ */
+export function runtimeArgs(launch: PackageLaunch): string[] {
+  const literal = launch.runtime_args.map((arg) => {
+    if (typeof arg !== 'string') throw new LaunchError(`the runtime argument ${arg.secret} is a secret; runtime arguments are the runner's options and take none`)
+    return arg
+  })
+  refuse(runtimeArgsProblem(launch.registry_type, literal))
+  return literal
 }
 
 export interface PackageOptions {
@@ -69,12 +80,24 @@ export interface PackageOptions {
   packageDirs: readonly string[]
 }
 
-/** The process to start for a package instance. */
+/**
+ * The process to start for a package instance. Each runner's options end before the package,
+ * so nothing from the catalogue after that point can be read as one:
+ * - npx: `--` (npm exec documents `npx -- <pkg>[@<version>] [args...]`);
+ * - docker: `--` before the image (its flag parser stops there; what follows the image goes to
+ *   the container);
+ * - uvx: no `--`. uvx (`uv tool run`) takes the first word that is not one of its options as the
+ *   command and hands everything after it to the tool; its documentation shows no `--` before
+ *   the command, and the package name is checked to start with a letter or digit, so it cannot
+ *   be taken for an option.
+ */
 export async function packageCommand(launch: PackageLaunch, secrets: Secrets, options: PackageOptions): Promise<ProcessCommand> {
   if (launch.transport.type !== 'stdio') {
     throw new LaunchError(`this satellite runs packages over stdio only (this one speaks ${launch.transport.type})`)
   }
-  const runtimeArgs = fillArgs(launch.runtime_args, secrets)
+  refuse(identifierProblem(launch.registry_type, launch.identifier))
+  refuse(versionProblem(launch.registry_type, launch.version))
+  const runnerArgs = runtimeArgs(launch)
   const packageArgs = fillArgs(launch.package_args, secrets)
   const env = launchEnv(launch, secrets)
   const spec = launch.version === null ? launch.identifier : `${launch.identifier}@${launch.version}`
@@ -82,25 +105,33 @@ export async function packageCommand(launch: PackageLaunch, secrets: Secrets, op
     case 'npm': {
       const local = await findLocalPackage(launch.identifier, launch.version, [...options.packageDirs, ownDir()])
       if (local !== undefined) {
-        // The runtime arguments are npx's options; run directly, node needs none of them.
-        return { command: process.execPath, args: [local.bin, ...packageArgs], env, description: `${launch.identifier}@${local.version} (installed at ${local.dir})` }
+        // Run directly: the runtime arguments are npx's options, and node needs none of them.
+        return { command: process.execPath, args: [local.bin, ...packageArgs], env, runner: 'node', readOnly: packageReads(local), description: `${launch.identifier}@${local.version} (installed at ${local.dir})` }
       }
-      const yes = runtimeArgs.some((arg) => arg === '-y' || arg === '--yes') ? [] : ['--yes']
-      return { command: 'npx', args: [...yes, ...runtimeArgs, spec, ...packageArgs], env, description: `${spec} (through npx)` }
+      // --yes: nobody is there to answer npx's question whether to install.
+      return { command: 'npx', args: ['--yes', ...runnerArgs, '--', spec, ...packageArgs], env, runner: 'npx', readOnly: [], description: `${spec} (through npx)` }
     }
-    case 'pypi':
-      return { command: 'uvx', args: [...runtimeArgs, spec, ...packageArgs], env, description: `${spec} (through uvx)` }
+    case 'pypi': {
+      // `name@version` takes an exact version only; a specifier goes to --from as a requirement.
+      const exact = launch.version === null || isPep440Version(launch.version)
+      const target = exact ? [spec] : ['--from', `${launch.identifier}${launch.version}`, launch.identifier]
+      return { command: 'uvx', args: [...runnerArgs, ...target, ...packageArgs], env, runner: 'uvx', readOnly: [], description: `${exact ? spec : target[1]} (through uvx)` }
+    }
     case 'oci':
     case 'docker': {
       // `-e NAME` without a value passes the variable from docker's own environment, so values
       // stay out of the command line.
       const passEnv = Object.keys(env).flatMap((name) => ['-e', name])
-      const image = launch.version === null || hasTag(launch.identifier) ? launch.identifier : `${launch.identifier}:${launch.version}`
-      return { command: 'docker', args: ['run', '--rm', '-i', ...passEnv, ...runtimeArgs, image, ...packageArgs], env, description: `${image} (through docker)` }
+      const image = launch.version === null || hasTag(launch.identifier) ? launch.identifier : `${launch.identifier}${launch.version.startsWith('sha256:') ? '@' : ':'}${launch.version}`
+      return { command: 'docker', args: ['run', '--rm', '-i', ...passEnv, ...runnerArgs, '--', image, ...packageArgs], env, runner: 'docker', readOnly: [], description: `${image} (through docker)` }
     }
     default:
       throw new LaunchError(`this satellite cannot run ${launch.registry_type} packages`)
   }
+}
+
+function refuse(problem: string | undefined): void {
+  if (problem !== undefined) throw new LaunchError(problem)
 }
 
 /** The URL and headers of a remote server, with `header:` and `urlvar:` secrets applied. */
@@ -119,7 +150,7 @@ export function remoteTarget(launch: RemoteLaunch, secrets: Secrets): RemoteTarg
 export interface LocalPackage {
   dir: string
   version: string
-  /** The absolute path of the script its `bin` names. */
+  /** The absolute (real) path of the script its `bin` names. */
   bin: string
 }
 
@@ -151,7 +182,30 @@ async function readPackage(dir: string, identifier: string): Promise<LocalPackag
   const pkg = JSON.parse(await readFile(manifest, 'utf8')) as { version?: string; bin?: string | Record<string, string> }
   const bin = binOf(pkg.bin, identifier)
   if (bin === undefined || typeof pkg.version !== 'string') return undefined
-  return { dir, version: pkg.version, bin: resolve(dir, bin) }
+  return { dir, version: pkg.version, bin: realOrSame(resolve(dir, bin)) }
+}
+
+/**
+ * What running an installed package reads: its own folder (where it really is, as Node resolves
+ * through links) and every node_modules folder Node searches from there for its dependencies.
+ * Nothing else of the folder it was found in: a project's `.env` beside node_modules stays unseen.
+ */
+function packageReads(local: LocalPackage): string[] {
+  const own = realOrSame(local.dir)
+  const reads = [own]
+  for (let dir = dirname(own); ; dir = dirname(dir)) {
+    if (basename(dir) !== 'node_modules' && existsSync(join(dir, 'node_modules'))) reads.push(join(dir, 'node_modules'))
+    if (dirname(dir) === dir) break
+  }
+  return reads
+}
+
+function realOrSame(path: string): string {
+  try {
+    return realpathSync(path)
+  } catch {
+    return path
+  }
 }
 
 /** The script a package runs as: its only bin, or the one named like the package. */

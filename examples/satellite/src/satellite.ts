@@ -4,11 +4,14 @@
  * every document it receives, reports back, and serves the instances to MCP clients.
  */
 import { cpus, freemem, totalmem, type, arch } from 'node:os'
-import { Backend, BackendError, type HeartbeatBody } from './backend.js'
+import { Backend, BackendError, type HeartbeatBody, type IsolationReport } from './backend.js'
 import type { SatelliteConfig } from './config.js'
 import { UNRESTRICTED, type EgressRule } from './egress.js'
 import { Front } from './front.js'
 import { ManagedInstance } from './instance.js'
+import { KeyRing } from './key-ring.js'
+import { rotateKeys, unfinished } from './key-rotation.js'
+import { defaultIsolationSettings, Isolation } from './isolation.js'
 import type { Logger } from './logger.js'
 import { Reports } from './reports.js'
 import { SatelliteKeys } from './sealing.js'
@@ -21,6 +24,8 @@ const LONG_POLL_SECONDS = 30
 const HEARTBEAT_SECONDS = 30
 const MAX_BACKOFF_MS = 60_000
 const DISABLED_RETRY_MS = 60_000
+/** A clean stop tells the backend, but does not wait on it longer than this. */
+const OFFLINE_TIMEOUT_MS = 2_000
 
 /** The satellite cannot go on: its pairing was refused and no registration token can replace it. */
 export class FatalError extends Error {}
@@ -31,7 +36,7 @@ export class Satellite {
   private readonly store: StateStore
   private readonly reports: Reports
   private readonly instances = new Map<string, ManagedInstance>()
-  private keys: SatelliteKeys | undefined
+  private readonly ring = new KeyRing()
   private pairing: Pairing | undefined
   private revision: string | undefined
   private etag: string | undefined
@@ -47,6 +52,9 @@ export class Satellite {
   private fatal: Error | undefined
   /** Paired and serving: from here on a 401 to the key means the pairing is gone. */
   private running = false
+  private isolation: Isolation | undefined
+  /** False once the backend refused `isolation` and `runtimes` as unknown fields. */
+  private backendTakesIsolation = true
 
   constructor(private readonly config: SatelliteConfig, private readonly log: Logger) {
     this.backend = new Backend(config.backendUrl, (what) => void this.unpaired(what))
@@ -68,6 +76,12 @@ export class Satellite {
 
   /** Listens, pairs, then runs until stop(). Throws FatalError when it cannot pair. */
   async start(): Promise<void> {
+    const isolation = await Isolation.start(this.config.isolation ?? { ...defaultIsolationSettings(), hidden: this.config.stateDir === undefined ? [] : [this.config.stateDir] })
+    this.isolation = isolation
+    // Said once here; each instance it refuses carries the same reason in its status.
+    if (isolation.problem !== undefined) this.log.error(`${isolation.problem}; every instance placed here fails until then`)
+    else if (isolation.enforced === 'none') this.log.warn('ISOLATION=none: instances run bare, as this satellite\'s user, and see each other and the satellite')
+    else this.log.info(`instances run in a process sandbox (bubblewrap); runtimes: ${isolation.runtimes.join(', ')}`)
     const port = await this.front.listen(this.config.host, this.config.port)
     this.satelliteUrl = this.config.satelliteUrl ?? `http://127.0.0.1:${port}`
     this.front.setBaseUrl(this.satelliteUrl)
@@ -76,9 +90,11 @@ export class Satellite {
       await this.pair()
     } catch (error) {
       await this.front.close()
+      await isolation.close()
       throw error
     }
     this.running = true
+    await this.keyChanges()
     this.scheduleHeartbeat(0)
     this.polling = this.pollLoop()
   }
@@ -90,8 +106,10 @@ export class Satellite {
     clearTimeout(this.heartbeatTimer)
     await this.polling
     await this.stopAll('the satellite is shutting down')
+    await this.isolation?.close()
     await this.reports.flush(5000)
     this.reports.close()
+    await this.saidOffline()
     await this.front.close()
     this.endWith(this.fatal)
   }
@@ -102,7 +120,7 @@ export class Satellite {
     const saved = await this.store.load()
     if (saved !== undefined && saved.backend_url === this.config.backendUrl) {
       if (saved.name !== this.config.name) this.log.warn(`STATE_DIR holds the pairing of "${saved.name}"; going on as "${saved.name}"`)
-      this.keys = await SatelliteKeys.restore(saved.private_key, saved.public_key)
+      this.ring.use(await SatelliteKeys.restore(saved.private_key, saved.public_key))
       this.backend.use(saved.satellite_id, saved.api_key)
       this.pairing = saved
       try {
@@ -163,18 +181,19 @@ export class Satellite {
     const keys = await SatelliteKeys.generate()
     let registered
     try {
-      registered = await this.backend.register(token, {
+      registered = await this.withIsolationReport((report) => this.backend.register(token, {
         name: this.config.name,
         capabilities: ['npm', 'pypi', 'oci', 'stdio', 'remote-streamable-http', 'remote-sse'],
         satellite_url: this.url,
         public_key: keys.publicKey,
         system_info: { os: type().toLowerCase(), arch: arch(), node_version: process.version, memory_mb: Math.round(totalmem() / 1024 / 1024) },
-      })
+        ...report,
+      }))
     } catch (error) {
       if (error instanceof BackendError && error.status < 500) throw new FatalError(`registration was refused: ${error.message}`)
       throw error
     }
-    this.keys = keys
+    this.ring.use(keys)
     this.pairing = {
       backend_url: this.config.backendUrl,
       name: registered.satellite.name,
@@ -190,6 +209,46 @@ export class Satellite {
     this.log.info(`registered as satellite ${registered.satellite.id} (${registered.satellite.name}, ${registered.satellite.satellite_type})`)
   }
 
+  // ---- Keys and stops ----
+
+  /**
+   * Replaces the key pair the backend seals secrets to, proving the current one. Instances keep
+   * running: the next document carries their secrets sealed to the new key, and the old key still
+   * opens what was sealed before.
+   */
+  async rotateKey(): Promise<void> {
+    if (this.pairing === undefined) throw new Error('not paired')
+    const { pairing, fingerprint } = await rotateKeys({ backend: this.backend, ring: this.ring, store: this.store, pairing: this.pairing })
+    this.pairing = pairing
+    this.log.info(`key pair replaced; the backend now seals to ${fingerprint}`)
+  }
+
+  /** At start: finish a key change a stop interrupted, then the one ROTATE_KEY asks for. A failure is logged, not fatal. */
+  private async keyChanges(): Promise<void> {
+    try {
+      const pending = this.pairing === undefined ? undefined : await unfinished(this.pairing)
+      if (pending !== undefined) {
+        this.ring.expect(pending)
+        const { pairing } = await rotateKeys({ backend: this.backend, ring: this.ring, store: this.store, pairing: this.pairing! }, pending)
+        this.pairing = pairing
+        this.log.info('finished the key change an earlier run began')
+      }
+      if (this.config.rotateKey === true) await this.rotateKey()
+    } catch (error) {
+      this.log.warn(`the key change failed (${error instanceof Error ? error.message : String(error)}); going on with the current key`)
+    }
+  }
+
+  /** A clean stop only (never after the pairing was refused): best effort, briefly. */
+  private async saidOffline(): Promise<void> {
+    if (!this.running || this.fatal !== undefined) return
+    try {
+      await this.backend.offline(OFFLINE_TIMEOUT_MS)
+    } catch (error) {
+      this.log.warn(`could not tell the backend this satellite stopped: ${error instanceof Error ? error.message : String(error)}`)
+    }
+  }
+
   // ---- Heartbeat ----
 
   private scheduleHeartbeat(delayMs: number): void {
@@ -202,7 +261,8 @@ export class Satellite {
   }
 
   private async heartbeat(): Promise<void> {
-    const answer = await this.backend.heartbeat(this.metrics())
+    const metrics = this.metrics()
+    const answer = await this.withIsolationReport((report) => this.backend.heartbeat({ ...metrics, ...report }))
     if (typeof answer.heartbeat_interval_seconds === 'number' && answer.heartbeat_interval_seconds >= 5) this.heartbeatSeconds = answer.heartbeat_interval_seconds
   }
 
@@ -221,6 +281,25 @@ export class Satellite {
         uptime_seconds: Math.round(process.uptime()),
       },
       version: SATELLITE_VERSION,
+    }
+  }
+
+  /**
+   * Sends `isolation` and `runtimes` with a registration or heartbeat. A backend from before these
+   * fields refuses unknown ones (400 VALIDATION_ERROR naming them): the request is sent again
+   * without them, and so are all later ones.
+   */
+  private async withIsolationReport<T>(send: (report: IsolationReport) => Promise<T>): Promise<T> {
+    if (!this.backendTakesIsolation || this.isolation === undefined) return send({})
+    try {
+      return await send({ isolation: this.isolation.enforced, runtimes: this.isolation.runtimes })
+    } catch (error) {
+      const refused = error instanceof BackendError && error.status === 400 && error.code === 'VALIDATION_ERROR' &&
+        error.fields.some((field) => field === 'isolation' || field === 'runtimes')
+      if (!refused) throw error
+      this.backendTakesIsolation = false
+      this.log.warn('the backend does not know the isolation and runtimes fields yet; sending without them')
+      return send({})
     }
   }
 
@@ -276,9 +355,10 @@ export class Satellite {
   }
 
   private create(spec: Instance): ManagedInstance {
-    if (this.keys === undefined) throw new Error('not paired')
+    if (this.ring.current === undefined) throw new Error('not paired')
     return new ManagedInstance(spec, {
-      keys: this.keys,
+      keys: this.ring,
+      ...(this.isolation === undefined ? {} : { isolation: this.isolation }),
       packageDirs: this.config.packageDirs,
       startTimeoutMs: this.config.startTimeoutMs,
       egress: this.egress(),
@@ -300,7 +380,7 @@ export class Satellite {
    */
   private egress(): EgressRule {
     if (this.pairing?.satellite_type === 'team') return UNRESTRICTED
-    return { restricted: true, allowedHosts: this.config.egressAllowedHosts }
+    return { restricted: true, allowedHosts: this.config.egressAllowedHosts ?? [] }
   }
 
   private observed() {

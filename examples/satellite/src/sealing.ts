@@ -10,6 +10,8 @@ import { Aes256Gcm, CipherSuite, HkdfSha256 } from '@hpke/core'
 import { DhkemX25519HkdfSha256 } from '@hpke/dhkem-x25519'
 
 export const SEAL_INFO = 'service-satellite-secret'
+/** The `info` of the nonce a key-change challenge carries: only the current key's holder opens it. */
+export const KEY_CHANGE_INFO = 'service-satellite-key-change'
 
 /** The length of `enc` for DHKEM(X25519): one public key. */
 const ENC_LENGTH = 32
@@ -87,6 +89,21 @@ export class SatelliteKeys {
     } catch {
       throw new UnsealError(target, 'it is not UTF-8 text')
     }
+  }
+
+  /**
+   * Opens the nonce of a key-change challenge (sealed with `info` KEY_CHANGE_INFO and the
+   * challenge itself as associated data); throws when it was not sealed to this key.
+   */
+  async openChallenge(challenge: string, sealed: string): Promise<Buffer> {
+    const bytes = Buffer.from(sealed, 'base64url')
+    if (bytes.length < ENC_LENGTH + TAG_LENGTH) throw new Error('the sealed nonce is too short')
+    const plain = await suite().open(
+      { recipientKey: this.privateKey, enc: exact(bytes.subarray(0, ENC_LENGTH)), info: exact(encoder.encode(KEY_CHANGE_INFO)) },
+      exact(bytes.subarray(ENC_LENGTH)),
+      exact(encoder.encode(challenge)),
+    )
+    return Buffer.from(plain)
   }
 
   /** Opens every secret of an instance: target → value. */

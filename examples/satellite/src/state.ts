@@ -21,6 +21,12 @@ export interface Pairing {
   satellite_url?: string
   /** As the registration answered it: `team` serves one team, `global` every team. Absent (older files): taken as global. */
   satellite_type?: string
+  /**
+   * A key pair being introduced (saved before the backend hears of it): if the satellite stops
+   * before it knows the outcome, it finishes the change on its next start.
+   */
+  next_private_key?: string
+  next_public_key?: string
 }
 
 const FILE = 'satellite.json'

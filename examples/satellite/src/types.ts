@@ -46,7 +46,12 @@ export interface Instance {
   launch: PackageLaunch | RemoteLaunch
   secrets: SealedSecret[]
   disabled_tools: string[]
+  /** `none`: the process gets no network at all. Absent (a backend from before the field): `full`. */
+  network?: 'full' | 'none'
 }
+
+/** What a satellite enforces between its instances, as registration and heartbeats advertise it. */
+export type Isolation = 'none' | 'process-sandbox' | 'container'
 
 export interface DesiredState {
   revision: string

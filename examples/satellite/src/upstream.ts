@@ -13,9 +13,9 @@ import {
   ToolListChangedNotificationSchema,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js'
-import { ChildTransport, type ExitInfo } from './child-transport.js'
+import { ChildTransport, type ChildSpawn, type ExitInfo } from './child-transport.js'
 import { guardedFetch, type EgressRule } from './egress.js'
-import { baseEnv, type ProcessCommand, type RemoteTarget } from './launch.js'
+import type { RemoteTarget } from './launch.js'
 import { ExchangeRecord } from './remote-failures.js'
 
 export const SATELLITE_VERSION = '0.1.0'
@@ -56,14 +56,9 @@ export class Upstream {
     this.client.setNotificationHandler(PromptListChangedNotificationSchema, () => this.changed('prompts'))
   }
 
-  /** Starts a package's process and connects to it over stdio. */
-  static process(command: ProcessCommand, events: UpstreamEvents): Upstream {
-    const transport = new ChildTransport({
-      command: command.command,
-      args: command.args,
-      env: { ...baseEnv(), ...command.env },
-      onLine: (stream, text) => events.line(stream, text),
-    })
+  /** Starts a package's process (as the satellite's isolation says) and connects to it over stdio. */
+  static process(child: ChildSpawn, events: UpstreamEvents): Upstream {
+    const transport = new ChildTransport({ ...child, onLine: (stream, text) => events.line(stream, text) })
     return new Upstream(transport, events)
   }
 

@@ -15,7 +15,7 @@ export interface InstallationDetail {
   installation: InstallationRow
   server: { id: string; slug: string; name: string }
   version: string
-  satellite: { name: string; url: string | null; status: string; lastHeartbeatAt: Date | null; disabledAt: Date | null } | null
+  satellite: { name: string; url: string | null; status: string; lastHeartbeatAt: Date | null; disabledAt: Date | null; offlineAt: Date | null } | null
   team: { slug: string }
   /** What the satellite last reported of the instance the reader sees (the shared one, or their own); absent before any report. */
   state?: ReportedState
@@ -85,6 +85,7 @@ export function installationsRepository(database: Database, executor: Db = datab
     satelliteStatus: t.satellites.status,
     lastHeartbeatAt: t.satellites.lastHeartbeatAt,
     disabledAt: t.satellites.disabledAt,
+    offlineAt: t.satellites.offlineAt,
     teamSlug: t.teams.slug,
   }
   const detail = () => db
@@ -102,7 +103,7 @@ export function installationsRepository(database: Database, executor: Db = datab
     version: row.version,
     team: { slug: row.teamSlug },
     satellite: row.satelliteId === null ? null : {
-      name: row.satelliteName!, url: row.satelliteUrl, status: row.satelliteStatus!, lastHeartbeatAt: row.lastHeartbeatAt, disabledAt: row.disabledAt,
+      name: row.satelliteName!, url: row.satelliteUrl, status: row.satelliteStatus!, lastHeartbeatAt: row.lastHeartbeatAt, disabledAt: row.disabledAt, offlineAt: row.offlineAt,
     },
   })
   const byName = [asc(i.name), asc(i.id)]
@@ -337,6 +338,7 @@ export function installationsRepository(database: Database, executor: Db = datab
         .where(and(
           or(eq(s.teamId, teamId), eq(s.satelliteType, 'global')),
           isNull(s.disabledAt),
+          isNull(s.offlineAt),
           inArray(s.status, ['active', 'degraded']),
           gte(s.lastHeartbeatAt, onlineSince),
         ))

@@ -47,11 +47,12 @@ export function satellitesRepository(database: Database, executor: Db = database
 
   const silent = (since: Date): SQL => or(isNull(satellites.lastHeartbeatAt), lt(satellites.lastHeartbeatAt, since))!
   const enabled = isNull(satellites.disabledAt)
+  const stillUp = isNull(satellites.offlineAt)
   const hasStatus = (status: SatelliteStatus, since: Date): SQL => {
     if (status === 'disabled') return isNotNull(satellites.disabledAt)
-    if (status === 'offline') return and(enabled, inArray(satellites.status, [...REPORTED_STATUSES]), silent(since))!
-    if (status === 'inactive') return and(enabled, eq(satellites.status, status))!
-    return and(enabled, eq(satellites.status, status), gte(satellites.lastHeartbeatAt, since))!
+    if (status === 'offline') return and(enabled, or(isNotNull(satellites.offlineAt), and(inArray(satellites.status, [...REPORTED_STATUSES]), silent(since))))!
+    if (status === 'inactive') return and(enabled, stillUp, eq(satellites.status, status))!
+    return and(enabled, stillUp, eq(satellites.status, status), gte(satellites.lastHeartbeatAt, since))!
   }
 
   return {
@@ -79,7 +80,7 @@ export function satellitesRepository(database: Database, executor: Db = database
     },
 
     /** A re-registration: a new key (the old one dies), new details, back to `inactive`. Null if it is gone or disabled. */
-    async reRegister(id: string, patch: Pick<SatelliteRow, 'keyDigest' | 'capabilities' | 'satelliteUrl' | 'publicKey' | 'systemInfo' | 'registeredAt' | 'updatedAt'>): Promise<SatelliteRow | null> {
+    async reRegister(id: string, patch: Pick<SatelliteRow, 'keyDigest' | 'capabilities' | 'satelliteUrl' | 'publicKey' | 'systemInfo' | 'registeredAt' | 'updatedAt'> & Partial<Pick<SatelliteRow, 'publicKeyChangedAt'>>): Promise<SatelliteRow | null> {
       const [row] = await db
         .update(satellites)
         .set({ ...patch, status: 'inactive' })
@@ -94,6 +95,8 @@ export function satellitesRepository(database: Database, executor: Db = database
         .update(satellites)
         .set({
           status: report.status, systemMetrics: report.metrics, lastHeartbeatAt: report.now, updatedAt: report.now,
+          // Back from a clean stop.
+          offlineAt: null,
           ...(report.version === undefined ? {} : { version: report.version }),
         })
         .where(and(eq(satellites.id, id), enabled))
@@ -101,10 +104,23 @@ export function satellitesRepository(database: Database, executor: Db = database
       return row ?? null
     },
 
-    /** Replaces the key secrets are sealed to; false when the satellite is gone. */
-    async setPublicKey(id: string, publicKey: string, now: Date): Promise<boolean> {
-      const rows = await db.update(satellites).set({ publicKey, updatedAt: now }).where(eq(satellites.id, id)).returning({ id: satellites.id })
-      return rows.length === 1
+    /**
+     * Replaces the key secrets are sealed to, only if it is still `expected` (null: none yet), so
+     * that of two concurrent changes one wins and the other is decided again; `changedAt` is left
+     * alone when undefined (a first key is not a replacement). Null when it changed meanwhile or is gone.
+     */
+    async setPublicKey(id: string, expected: string | null, publicKey: string, changedAt: Date | undefined, now: Date): Promise<SatelliteRow | null> {
+      const [row] = await db.update(satellites)
+        .set({ publicKey, updatedAt: now, ...(changedAt === undefined ? {} : { publicKeyChangedAt: changedAt }) })
+        .where(and(eq(satellites.id, id), expected === null ? isNull(satellites.publicKey) : eq(satellites.publicKey, expected)))
+        .returning()
+      return row ?? null
+    },
+
+    /** The satellite said it stopped cleanly: `offline` until its next heartbeat. Null when it is disabled or gone. */
+    async markOffline(id: string, now: Date): Promise<SatelliteRow | null> {
+      const [row] = await db.update(satellites).set({ offlineAt: now, updatedAt: now }).where(and(eq(satellites.id, id), enabled)).returning()
+      return row ?? null
     },
 
     /** Disables (a date) or enables (null) the satellite. */
@@ -133,9 +149,10 @@ export function satellitesRepository(database: Database, executor: Db = database
   }
 }
 
-/** The status a reader sees at `silentSince` (heartbeats before it mean `offline`). */
+/** The status a reader sees at `silentSince` (heartbeats before it mean `offline`, as does a clean stop until the next one). */
 export function satelliteStatus(row: SatelliteRow, silentSince: Date): SatelliteStatus {
   if (row.disabledAt !== null) return 'disabled'
+  if (row.offlineAt !== null) return 'offline'
   const reporting = (REPORTED_STATUSES as readonly string[]).includes(row.status)
   if (reporting && (row.lastHeartbeatAt === null || row.lastHeartbeatAt.getTime() < silentSince.getTime())) return 'offline'
   return row.status

@@ -6,11 +6,20 @@ import { buildDocument, type BuiltDocument } from './documents.js'
 
 /** The longest a satellite's request is held while its document does not change. */
 export const MAX_WAIT_SECONDS = 30
+/**
+ * At most this many requests of one satellite are held at once, per instance of the service (a
+ * cluster of N instances behind a load balancer may hold N times as many): a satellite needs one,
+ * and a key that opens more gets its oldest answered at once rather than pinning memory and sockets.
+ */
+export const MAX_HELD_PER_SATELLITE = 4
 /** While change notifications are down, a held request looks at the stamp this often instead. */
 const DOWN_RECHECK_MS = 1_000
 const TOPIC_PREFIX = families.satellite
 
 export type Answer = { kind: 'document'; built: BuiltDocument } | { kind: 'unchanged'; etag: string } | { kind: 'gone' } | { kind: 'disabled' }
+
+/** One held request: `evicted` once newer ones pushed it out, `wake` while it waits. */
+interface Hold { evicted: boolean; wake: (() => void) | undefined }
 
 /**
  * The satellites' desired-state documents: each built once per change and kept in memory, and the
@@ -32,7 +41,8 @@ export type Answer = { kind: 'document'; built: BuiltDocument } | { kind: 'uncha
  * (which covers its secret values) is the one of the document before, for the same public key,
  * keeps its sealed secrets.
  *
- * Held requests cost a timer and a callback each, never a database connection.
+ * Held requests cost a timer and a callback each, never a database connection; one satellite
+ * has at most MAX_HELD_PER_SATELLITE of them held here at once.
  */
 export class DesiredStates {
   private readonly kept = new Map<string, { built: BuiltDocument; trusted: boolean }>()
@@ -40,6 +50,8 @@ export class DesiredStates {
   private readonly generations = new Map<string, number>()
   private feedGeneration = 0
   private readonly waiters = new Map<string, Set<() => void>>()
+  /** Each satellite's held requests, oldest first. */
+  private readonly holds = new Map<string, Hold[]>()
   private closing = false
   private readonly unsubscribe: Array<() => void>
 
@@ -62,19 +74,27 @@ export class DesiredStates {
    */
   async answer(satelliteId: string, ifNoneMatch: string | undefined, waitSeconds: number, aborted: () => boolean): Promise<Answer> {
     const deadline = Date.now() + Math.min(waitSeconds, MAX_WAIT_SECONDS) * 1000
-    for (;;) {
-      const generation = this.generationOf(satelliteId)
-      const feedGeneration = this.feedGeneration
-      const built = await this.current(satelliteId)
-      if (built === undefined) return { kind: 'gone' }
-      if (built.disabled) return { kind: 'disabled' }
-      if (ifNoneMatch === undefined || !etagMatches(ifNoneMatch, built.etag)) return { kind: 'document', built }
-      const left = deadline - Date.now()
-      if (left <= 0 || this.closing || aborted()) return { kind: 'unchanged', etag: built.etag }
-      // A change that came while the document was read (or built) found no waiter to wake, and the
-      // document may predate it: read again rather than wait for a change that already happened.
-      if (generation !== this.generationOf(satelliteId) || feedGeneration !== this.feedGeneration) continue
-      await this.wait(satelliteId, this.deps.feed.up ? left : Math.min(left, DOWN_RECHECK_MS))
+    let hold: Hold | undefined
+    try {
+      for (;;) {
+        const generation = this.generationOf(satelliteId)
+        const feedGeneration = this.feedGeneration
+        const built = await this.current(satelliteId)
+        if (built === undefined) return { kind: 'gone' }
+        if (built.disabled) return { kind: 'disabled' }
+        if (ifNoneMatch === undefined || !etagMatches(ifNoneMatch, built.etag)) return { kind: 'document', built }
+        const left = deadline - Date.now()
+        if (left <= 0 || this.closing || aborted() || hold?.evicted === true) return { kind: 'unchanged', etag: built.etag }
+        // A change that came while the document was read (or built) found no waiter to wake, and the
+        // document may predate it: read again rather than wait for a change that already happened.
+        if (generation !== this.generationOf(satelliteId) || feedGeneration !== this.feedGeneration) continue
+        hold ??= this.hold(satelliteId)
+        await this.wait(satelliteId, this.deps.feed.up ? left : Math.min(left, DOWN_RECHECK_MS), hold)
+        // Pushed out by newer requests: answered as it stands, with no further reading.
+        if (hold.evicted) return { kind: 'unchanged', etag: built.etag }
+      }
+    } finally {
+      if (hold !== undefined) this.release(satelliteId, hold)
     }
   }
 
@@ -159,7 +179,7 @@ export class DesiredStates {
     return this.generations.get(satelliteId) ?? 0
   }
 
-  private wait(satelliteId: string, ms: number): Promise<void> {
+  private wait(satelliteId: string, ms: number, hold: Hold): Promise<void> {
     return new Promise((resolve) => {
       let set = this.waiters.get(satelliteId)
       if (set === undefined) this.waiters.set(satelliteId, (set = new Set()))
@@ -167,11 +187,35 @@ export class DesiredStates {
         clearTimeout(timer)
         set.delete(wake)
         if (set.size === 0 && this.waiters.get(satelliteId) === set) this.waiters.delete(satelliteId)
+        hold.wake = undefined
         resolve()
       }
       const timer = setTimeout(wake, ms)
       set.add(wake)
+      hold.wake = wake
     })
+  }
+
+  /** Counts a request as held; past the limit, the oldest one held is pushed out and answered now. */
+  private hold(satelliteId: string): Hold {
+    const hold: Hold = { evicted: false, wake: undefined }
+    let holds = this.holds.get(satelliteId)
+    if (holds === undefined) this.holds.set(satelliteId, (holds = []))
+    holds.push(hold)
+    while (holds.length > MAX_HELD_PER_SATELLITE) {
+      const oldest = holds.shift()!
+      oldest.evicted = true
+      oldest.wake?.()
+    }
+    return hold
+  }
+
+  private release(satelliteId: string, hold: Hold): void {
+    const holds = this.holds.get(satelliteId)
+    if (holds === undefined) return
+    const at = holds.indexOf(hold)
+    if (at >= 0) holds.splice(at, 1)
+    if (holds.length === 0) this.holds.delete(satelliteId)
   }
 
   private wakeAll(): void {

@@ -1,7 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { policy } from '../../auth/policies.js'
 import { errors } from '../../http/errors.js'
-import { PublicKeyBody } from '../satellites/schemas.js'
 import { MAX_WAIT_SECONDS } from './desired-states.js'
 import {
   CountEnvelope, DesiredStateEnvelope, DesiredStateQuery, InstanceParams, LOG_LINE_BYTES, LogsBody, MAX_LOG_LINES, MAX_TOOLS,
@@ -96,17 +95,5 @@ export const channelRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
   }, async (request) => {
     return { success: true as const, data: { stored: await channel().reports.logs(request.params.id, request.params.instanceId, request.body.lines) } }
-  })
-
-  app.put('/api/satellites/:id/public-key', {
-    config: { auth: self },
-    schema: {
-      tags, summary: "Replace the satellite's public key",
-      description: `The X25519 key secrets are sealed to from now on; the next document seals every secret to it. ${KEY_TEXT}`,
-      params: SatelliteParams, body: PublicKeyBody, response: { 200: Ok(Type.Object({ public_key: Type.String() })) },
-    },
-  }, async (request) => {
-    await channel().setPublicKey(request.params.id, request.body.public_key)
-    return { success: true as const, message: 'Public key saved.', data: { public_key: request.body.public_key } }
   })
 }

@@ -155,7 +155,7 @@ export class InstallationService {
       const row: InstallationRow = {
         id: newId(), teamId, serverId: server.id, versionId: version.id, name: '', trackLatest: body.track_latest ?? body.version === undefined,
         targetKind: derived.target.kind, targetIndex: derived.target.index, transport: derived.transport, inputs: derived.inputs,
-        satelliteId, desired: body.desired ?? 'running', specRevision: 1, restartGeneration: 0, createdBy: actor.userId, createdAt: now, updatedAt: now,
+        satelliteId, desired: body.desired ?? 'running', network: 'full', specRevision: 1, restartGeneration: 0, createdBy: actor.userId, createdAt: now, updatedAt: now,
       }
       const created = body.name !== undefined
         ? await installations.with(tx).insert({ ...row, name: body.name })
@@ -499,7 +499,7 @@ export class InstallationService {
       }
       const secret = inputs.find((input) => input.key === key)?.secret ?? true
       await installations.putValue({
-        installationId, userId, key, updatedAt: now,
+        installationId, userId, key, updatedAt: now, approvedKey: null,
         value: secret ? null : value,
         sealed: secret ? this.deps.box.seal(value, { installationId, userId, key }) : null,
       })

@@ -72,6 +72,9 @@ export function statusOf(detail: InstallationDetail, missing: { team: string[]; 
   if (satellite.disabledAt !== null) return { status: 'pending', reason: `Its satellite ${satellite.name} is disabled; it is being placed on another one.` }
   const reporting = satellite.status === 'active' || satellite.status === 'degraded' || satellite.status === 'error'
   if (!reporting) return { status: 'pending', reason: `Waiting for its satellite ${satellite.name}, which has not reported since it registered.` }
+  if (satellite.offlineAt !== null) {
+    return { status: 'unknown', reason: `Its satellite ${satellite.name} has stopped; what runs there is not known until it is back.` }
+  }
   if (satellite.lastHeartbeatAt === null || satellite.lastHeartbeatAt.getTime() < silentSince.getTime()) {
     return { status: 'unknown', reason: `Its satellite ${satellite.name} has not reported for over 90 seconds; what runs there is not known.` }
   }

@@ -92,8 +92,6 @@ export const RegisterBody = Type.Object({
   public_key: Type.Optional(PublicKey),
 }, closed)
 
-export const PublicKeyBody = Type.Object({ public_key: PublicKey }, closed)
-
 export const HeartbeatBody = Type.Object({
   status: Type.Union([Type.Literal('active'), Type.Literal('degraded'), Type.Literal('error')]),
   system_metrics: SystemMetrics,

@@ -42,10 +42,25 @@ export async function sealerFor(publicKey: string): Promise<SatelliteSealer> {
   }
 }
 
-/** Whether `publicKey` is a usable X25519 public key (registration checks it before storing it). */
+/**
+ * Seals one message to a satellite's public key for another use than its secrets (the key-change
+ * challenge): same suite and wire form, the use's own `info`, and `aad` binding it to its context.
+ */
+export async function sealMessage(publicKey: string, info: string, aad: Uint8Array, message: Uint8Array): Promise<string> {
+  const recipientPublicKey = await sealing.kem.deserializePublicKey(toArrayBuffer(Buffer.from(publicKey, 'base64url')))
+  const { enc, ct } = await sealing.seal({ recipientPublicKey, info: toArrayBuffer(Buffer.from(info, 'utf8')) }, toArrayBuffer(message), toArrayBuffer(aad))
+  return Buffer.concat([Buffer.from(enc), Buffer.from(ct)]).toString('base64url')
+}
+
+/**
+ * Whether `publicKey` is a usable X25519 public key (checked before one is stored). A point of low
+ * order parses but yields an all-zero shared secret, which X25519 refuses (RFC 7748 §6.1): a trial
+ * seal turns it away here rather than failing every document later.
+ */
 export async function isUsablePublicKey(publicKey: string): Promise<boolean> {
   try {
     await suite.kem.deserializePublicKey(toArrayBuffer(Buffer.from(publicKey, 'base64url')))
+    await sealMessage(publicKey, SEAL_INFO, new Uint8Array(0), new Uint8Array(0))
     return true
   } catch {
     return false

@@ -46,6 +46,9 @@ export function checkSatelliteUrl(value: string): string {
   return value.replace(/\/+$/, '')
 }
 
+/** A registration that brings another key than the one held replaces it (a first key, or none, does not). */
+const keyReplaced = (held: string | null, brought: string | null): boolean => held !== null && brought !== null && held !== brought
+
 export interface Heartbeat {
   status: ReportedStatus
   system_metrics: SatelliteMetrics
@@ -91,9 +94,10 @@ export class SatelliteService {
         const row = existing === undefined
           ? await rows.insert({
             id: newId(), name: input.name, satelliteType: token.scope, teamId: token.teamId, status: 'inactive', disabledAt: null,
-            systemMetrics: null, version: null, lastHeartbeatAt: null, createdAt: now, desiredStamp: 0, ...details,
+            systemMetrics: null, version: null, lastHeartbeatAt: null, createdAt: now, desiredStamp: 0,
+            publicKeyChangedAt: null, isolation: 'none', runtimes: [], offlineAt: null, ...details,
           })
-          : await rows.reRegister(existing.id, details)
+          : await rows.reRegister(existing.id, { ...details, ...(keyReplaced(existing.publicKey, details.publicKey) ? { publicKeyChangedAt: now } : {}) })
         if (row === null) continue
         // A satellite registering again may bring a new key or URL: its document is sealed and addressed anew.
         if (existing !== undefined) await desiredStamps(database, tx).satellites([row.id])
@@ -122,6 +126,14 @@ export class SatelliteService {
     const row = await this.deps.satellites.heartbeat(id, { status: report.status, metrics: report.system_metrics, version: report.version, now: this.now() })
     if (row !== null) return row
     // Disabled or deleted since its key was checked.
+    if ((await this.deps.satellites.find(id)) !== undefined) throw errors.satelliteDisabled()
+    throw errors.unauthorized()
+  }
+
+  /** A clean stop: the satellite reads `offline`, and its installations `unknown`, until its next heartbeat. */
+  async markOffline(id: string): Promise<SatelliteRow> {
+    const row = await this.deps.satellites.markOffline(id, this.now())
+    if (row !== null) return row
     if ((await this.deps.satellites.find(id)) !== undefined) throw errors.satelliteDisabled()
     throw errors.unauthorized()
   }

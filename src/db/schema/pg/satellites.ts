@@ -1,3 +1,4 @@
+import { sql } from 'drizzle-orm'
 import { index, integer, jsonb, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core'
 import type { SatelliteMetrics, SatelliteSystemInfo } from '../../../formats/satellite-reports.js'
 import { teams } from './accounts.js'
@@ -42,6 +43,14 @@ export const satellites = pgTable('satellites', {
   satelliteUrl: text('satellite_url'),
   /** base64url of the raw X25519 public key that secrets in its documents are sealed to; null: it gets no instance with secrets. */
   publicKey: text('public_key'),
+  /** When the public key was last replaced (not when first set); null: never replaced. */
+  publicKeyChangedAt: timestamp('public_key_changed_at', { withTimezone: true, mode: 'date' }),
+  /** How the satellite keeps its instances apart, as it reports: `none`, `process-sandbox` or `container`. */
+  isolation: text('isolation', { enum: ['none', 'process-sandbox', 'container'] }).notNull().default('none'),
+  /** The runtimes it reports it can run (`node`, `npx`, `uvx`, `docker`, …). */
+  runtimes: jsonb('runtimes').$type<string[]>().notNull().default(sql`'[]'::jsonb`),
+  /** Set when the satellite said it stopped cleanly; cleared by its next heartbeat. */
+  offlineAt: timestamp('offline_at', { withTimezone: true, mode: 'date' }),
   /**
    * Moves in every transaction that changes what this satellite's desired-state document holds
    * (with a change notification): a document kept in memory is current while the stamp is.

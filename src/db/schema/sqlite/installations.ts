@@ -27,6 +27,8 @@ export const mcpInstallations = sqliteTable('mcp_installations', {
   inputs: text('inputs', { mode: 'json' }).$type<InstallationInput[]>().notNull(),
   satelliteId: text('satellite_id').references(() => satellites.id, { onDelete: 'set null' }),
   desired: text('desired', { enum: ['running', 'stopped'] }).notNull(),
+  /** `none`: the satellite gives the instance no network at all. */
+  network: text('network', { enum: ['full', 'none'] }).notNull().default('full'),
   /** Moves with every change to what runs; the satellite channel's documents follow it. */
   specRevision: integer('spec_revision').notNull(),
   restartGeneration: integer('restart_generation').notNull(),
@@ -51,6 +53,13 @@ export const mcpInstallationValues = sqliteTable('mcp_installation_values', {
   key: text('key').notNull(),
   value: text('value'),
   sealed: text('sealed'),
+  /**
+   * A member's own value: the fingerprint of the satellite key it was set for. It is sealed only
+   * to a global satellite or to a satellite holding that same key, so a team admin who moves the
+   * installation (or re-keys a team satellite) cannot have a member's secret sealed to a key of
+   * their choosing. Null for team values.
+   */
+  approvedKey: text('approved_key'),
   updatedAt: integer('updated_at', { mode: 'timestamp_ms' }).notNull(),
 }, (t) => [
   uniqueIndex('mcp_installation_values_team_unique').on(t.installationId, t.key).where(sql`${t.userId} is null`),
