@@ -23,7 +23,7 @@ import { privateKeyOf, unseal } from '../helpers/hpke.js'
 import { importDocuments, install, installationOf, type InstallationBody } from '../helpers/installations.js'
 import { changeKeyWithProof } from '../helpers/key-change.js'
 import { issueTokens } from '../helpers/oauth.js'
-import { startOAuthServer, type OAuthServer } from '../helpers/oauth-e2e.js'
+import { freePort, startOAuthServer, type OAuthServer } from '../helpers/oauth-e2e.js'
 import { createToken } from '../helpers/satellites.js'
 import { client, crew as makeCrew, signUp, type Account, type Call, type Crew } from '../helpers/teams.js'
 import { EVERYTHING, EVERYTHING_VERSION, alive, waitFor } from './support.js'
@@ -68,9 +68,14 @@ describe.each(DIALECTS)('reference satellite key rotation and clean stop on %s',
   const lines: string[] = []
   const clients: Client[] = []
   let seq = 0
+  /**
+   * One port across restarts: the satellite keeps the URL it registered, the only resource whose
+   * tokens introspection tells it about.
+   */
+  let port: number
 
   const config = (registrationToken: string | undefined, rotateKey = false): SatelliteConfig => ({
-    backendUrl: server.base, registrationToken, name: `rotation-${dialect}`, host: '127.0.0.1', port: 0, satelliteUrl: undefined,
+    backendUrl: server.base, registrationToken, name: `rotation-${dialect}`, host: '127.0.0.1', port, satelliteUrl: undefined,
     stateDir, packageDirs: [process.cwd()], startTimeoutMs: 15_000, rotateKey,
   })
   const saved = (): Pairing => JSON.parse(readFileSync(join(stateDir, 'satellite.json'), 'utf8')) as Pairing
@@ -107,6 +112,7 @@ describe.each(DIALECTS)('reference satellite key rotation and clean stop on %s',
     crew = await makeCrew(call, () => signUp(server.app, `rot_${dialect}_${++seq}`), 'Rotation Team')
     const [serverId] = (await importDocuments(call, admin, [everythingDocument()])) as [string]
     stateDir = join(mkdtempSync(join(tmpdir(), 'sat-rotation-')), 'state')
+    port = await freePort()
     satellite = new Satellite(config((await createToken(call, crew.teamAdmin, { teamId: crew.team.id })).token), keptLogger(lines))
     await satellite.start()
     installation = await install(call, crew.team.id, crew.teamAdmin, { server_id: serverId, satellite_id: satellite.id, values: { 'env:EVERYTHING_API_KEY': SECRET } })

@@ -1,13 +1,17 @@
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, symlinkSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { afterAll, describe, expect, it } from 'vitest'
 import { ManagedInstance } from '../../examples/satellite/src/instance.js'
+import { Isolation } from '../../examples/satellite/src/isolation.js'
 import { mask, maskedForms } from '../../examples/satellite/src/masking.js'
 import { SatelliteKeys } from '../../examples/satellite/src/sealing.js'
 import type { Instance, PackageLaunch } from '../../examples/satellite/src/types.js'
 import { everythingInstance, recordingHooks, sealTo, waitFor } from './support.js'
 
+/** test/fixtures/satellite/print-secret: prints PRINTED_SECRET in those forms to stderr, then exits. */
+const FIXTURE = join(dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'satellite', 'print-secret')
 /** Its base64 and base64url differ ("+" and "/"); percent-encoding and JSON escaping both change it. */
 const SECRET = 'sk"live"/é?&+>~key-2b4d6f'
 const FORMS = {
@@ -16,6 +20,9 @@ const FORMS = {
   percent: encodeURIComponent(SECRET),
   json: JSON.stringify(SECRET).slice(1, -1),
 }
+
+// The default sandbox's folders go with the file.
+afterAll(async () => (await Isolation.default()).close())
 
 /**
  * A server prints its secret in forms other than the value: inside a Basic credential (base64),
@@ -46,22 +53,15 @@ describe('reference satellite: masking secret values', () => {
   })
 
   it('through an instance: what its server prints to stderr in any of those forms is masked in the log lines', async () => {
+    // An installed package, as a link leaves it: the satellite finds it in node_modules.
     const dir = mkdtempSync(join(tmpdir(), 'sat-mask-'))
-    const pkg = join(dir, 'node_modules', 'print-secret-mcp')
-    mkdirSync(pkg, { recursive: true })
-    writeFileSync(join(pkg, 'package.json'), JSON.stringify({ name: 'print-secret-mcp', version: '1.0.0', bin: 'index.js' }))
-    // Prints its secret as a careless server would, then exits: it never speaks MCP.
-    writeFileSync(join(pkg, 'index.js'), `
-      const value = process.env.PRINTED_SECRET
-      const bytes = Buffer.from(value)
-      console.error('raw=' + value + ' basic=' + bytes.toString('base64') + ' jwt=' + bytes.toString('base64url'))
-      console.error('url=https://x.example/?k=' + encodeURIComponent(value) + ' json=' + JSON.stringify({ key: value }))
-      process.exit(1)`)
+    mkdirSync(join(dir, 'node_modules'))
+    symlinkSync(FIXTURE, join(dir, 'node_modules', 'print-secret'))
     const keys = await SatelliteKeys.generate()
     const base = everythingInstance()
     const spec: Instance = {
       ...base,
-      launch: { ...(base.launch as PackageLaunch), identifier: 'print-secret-mcp', version: '1.0.0', package_args: [] },
+      launch: { ...(base.launch as PackageLaunch), identifier: 'print-secret', version: '1.0.0', package_args: [] },
       secrets: [{ target: 'env:PRINTED_SECRET', sealed: await sealTo(keys.publicKey, base.instance_id, 'env:PRINTED_SECRET', SECRET) }],
     }
     const recorded = recordingHooks()
