@@ -30,6 +30,7 @@ export const ERROR_CODES = [
   'SATELLITE_NAME_TAKEN',
   // Installations
   'INSTALLATION_NAME_TAKEN', 'VERSION_NOT_INSTALLABLE', 'SERVER_IN_USE',
+  'SATELLITE_QUOTA_EXCEEDED',
   // Mail
   'EMAIL_DISABLED', 'SMTP_NOT_CONFIGURED', 'SMTP_ERROR',
   // The service and its database

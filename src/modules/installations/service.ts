@@ -1,8 +1,8 @@
-import type { InstallationDetail, InstallationPage, InstallationPatch, InstallationRow, InstallationsRepository } from '../../db/repositories/installations.js'
+import type { InstallationDetail, InstallationPage, InstallationPatch, InstallationRow, InstallationsRepository, Unplaced } from '../../db/repositories/installations.js'
 import type { DesiredStamps } from '../../db/repositories/desired-stamps.js'
 import type { ChannelRepository, InstanceLogRow } from '../../db/repositories/channel.js'
 import type { ReportedTool } from '../../formats/satellite-reports.js'
-import type { SatellitesRepository } from '../../db/repositories/satellites.js'
+import type { SatelliteRow, SatellitesRepository } from '../../db/repositories/satellites.js'
 import type { ServerRow } from '../../db/repositories/server-filters.js'
 import type { ServerVersionsRepository, VersionRow } from '../../db/repositories/server-versions.js'
 import type { ServersRepository } from '../../db/repositories/servers.js'
@@ -19,7 +19,9 @@ import { deriveInputs, inputSourceOf, targetTransport, unknownInputKeys } from '
 import type { ValueBox } from './sealed-values.js'
 import type { CreateInstallationBody, InstallationView, UpdateInstallationBody } from './schemas.js'
 import { checkValues, type ValueMap } from './values.js'
-import { groupValues, inputView, installationView, type ValuesForCaller } from './views.js'
+import { groupValues, inputView, installationView, usableOwn } from './views.js'
+import { Placement, type PlacementRules } from './placement.js'
+import { approvalFor, dropUnapproved } from './own-values.js'
 
 /** How many unplaced installations one satellite's heartbeat places at most (the rest at the next one). */
 const PLACEMENTS_PER_HEARTBEAT = 100
@@ -51,6 +53,9 @@ interface Derived {
 }
 
 const notInstallable = (message: string) => errors.conflict('VERSION_NOT_INSTALLABLE', message)
+
+/** A satellite that holds team servers' installations it may no longer run (the setting, or its isolation, changed). */
+type GlobalSatellite = Pick<SatelliteRow, 'id' | 'teamId' | 'satelliteType' | 'isolation'>
 const invalid = (field: string, message: string) => errors.validation([{ field, message, in: 'body' }])
 const nameTaken = (name: string) => errors.conflict('INSTALLATION_NAME_TAKEN', `The team already has an installation named "${name}"; choose another name.`)
 
@@ -77,7 +82,13 @@ export class InstallationService {
     box: ValueBox
     audit: AuditLog
     clock: Clock
-  }) {}
+    /** The global admins' placement settings, as they are now. */
+    placementRules: () => Promise<PlacementRules>
+  }) {
+    this.placement = new Placement({ installations: deps.installations, satellites: deps.satellites, rules: deps.placementRules, clock: deps.clock })
+  }
+
+  private readonly placement: Placement
 
   // Reads
 
@@ -86,14 +97,14 @@ export class InstallationService {
     // for any id, and an unknown team must be 404 for them too, not an empty list.
     if (actor.isGlobalAdmin && (await this.deps.teams.find(teamId)) === undefined) throw errors.notFound('Team')
     const page = await this.deps.installations.page({ team: teamId }, actor.userId, limit, offset)
-    return { views: this.pageViews(page), total: page.total }
+    return { views: this.pageViews(page, await this.placement.rules()), total: page.total }
   }
 
   /** Every installation of every team the caller is a member of (or of one such team). */
   async listMine(actor: InstallationActor, teamId: string | undefined, limit: number, offset: number): Promise<InstallationList> {
     const read = async (): Promise<InstallationList> => {
       const page = await this.deps.installations.page({ member: actor.userId, team: teamId }, actor.userId, limit, offset)
-      return { views: this.pageViews(page), total: page.total }
+      return { views: this.pageViews(page, await this.placement.rules()), total: page.total }
     }
     const epoch = this.deps.database.changeEpoch?.()
     if (epoch === undefined) return read()
@@ -113,11 +124,14 @@ export class InstallationService {
     return view!
   }
 
-  /** The installation's user-scoped inputs with the caller's own values. */
+  /**
+   * The installation's user-scoped inputs with the caller's own values: a value that may not be
+   * used where the installation is now (dropped by a move) reads as unset, with the reason.
+   */
   async myValues(teamId: string, id: string, actor: InstallationActor): Promise<InstallationView['inputs']> {
     const detail = await this.detail(teamId, id)
-    const own = groupValues(await this.deps.installations.valuesOf([id], actor.userId)).get(id)?.own ?? new Map()
-    return detail.installation.inputs.filter((input) => input.scope === 'user').map((input) => inputView(input, own.get(input.key)))
+    const own = usableOwn(groupValues(await this.deps.installations.valuesOf([id], actor.userId)).get(id)?.own ?? new Map(), detail.satellite)
+    return detail.installation.inputs.filter((input) => input.scope === 'user').map((input) => inputView(input, own.usable.get(input.key), own.dropped.has(input.key)))
   }
 
   /**
@@ -126,9 +140,10 @@ export class InstallationService {
    */
   async clientConfig(actor: InstallationActor, teamId: string | undefined): Promise<Record<string, { type: 'http'; url: string }>> {
     const servers: Record<string, { type: 'http'; url: string }> = {}
+    const rules = await this.placement.rules()
     for (let offset = 0; ; offset += 100) {
       const page = await this.deps.installations.page({ member: actor.userId, team: teamId }, actor.userId, 100, offset)
-      const views = this.pageViews(page)
+      const views = this.pageViews(page, rules)
       page.rows.forEach((detail, index) => {
         const view = views[index]!
         if (view.endpoint_url !== null && view.desired === 'running' && view.status !== 'needs_config') {
@@ -151,22 +166,24 @@ export class InstallationService {
       const derived = this.derive(server, version, body.target, body.user_scoped ?? [])
       const problems = checkValues(derived.inputs, body.values ?? {}, 'team')
       if (problems.length > 0) throw errors.validation(problems)
-      const satelliteId = await this.placement(teamId, body.satellite_id, tx)
+      const network = body.network ?? 'full'
+      checkNetwork(derived.target.kind, network)
+      const satelliteId = await this.placement.choose({ teamId, visibility: server.visibility }, body.satellite_id, tx)
       const row: InstallationRow = {
         id: newId(), teamId, serverId: server.id, versionId: version.id, name: '', trackLatest: body.track_latest ?? body.version === undefined,
         targetKind: derived.target.kind, targetIndex: derived.target.index, transport: derived.transport, inputs: derived.inputs,
-        satelliteId, desired: body.desired ?? 'running', network: 'full', specRevision: 1, restartGeneration: 0, createdBy: actor.userId, createdAt: now, updatedAt: now,
+        satelliteId, desired: body.desired ?? 'running', network, specRevision: 1, restartGeneration: 0, createdBy: actor.userId, createdAt: now, updatedAt: now,
       }
       const created = body.name !== undefined
         ? await installations.with(tx).insert({ ...row, name: body.name })
         : await this.insertWithFreeName(row, server.slug, tx)
       if (created === null) throw nameTaken(body.name!)
-      await this.writeValues(tx, created.id, null, derived.inputs, body.values ?? {}, now)
+      await this.writeValues(tx, created.id, null, derived.inputs, body.values ?? {}, now, null)
       await this.deps.stamps.with(tx).satellites([satelliteId])
       await audit.record('installation.created', {
         actorId: actor.userId, ip: actor.ip, target: created.id,
         details: {
-          team_id: teamId, server_id: server.id, version: version.version, name: created.name, satellite_id: satelliteId,
+          team_id: teamId, server_id: server.id, version: version.version, name: created.name, satellite_id: satelliteId, network,
           user_scoped: derived.inputs.filter((input) => input.scope === 'user').map((input) => input.key), keys: Object.keys(body.values ?? {}),
         },
       }, tx)
@@ -189,7 +206,11 @@ export class InstallationService {
       if (body.track_latest !== undefined) patch.trackLatest = body.track_latest
       // Choosing a version pins it, unless the same request asks to follow the latest (which it must then be).
       else if (body.version !== undefined) patch.trackLatest = false
-      if (body.satellite_id !== undefined) patch.satelliteId = await this.placement(teamId, body.satellite_id, tx)
+      if (body.network !== undefined) patch.network = body.network
+      if (body.satellite_id !== undefined) {
+        const visibility = (await this.deps.servers.with(tx).find(current.serverId, { userId: '', isGlobalAdmin: true }))?.visibility ?? 'team'
+        patch.satelliteId = await this.placement.choose({ teamId, visibility, installationId: id }, body.satellite_id, tx)
+      }
       const rederive = body.version !== undefined || body.target !== undefined || body.user_scoped !== undefined || (body.track_latest === true && !current.trackLatest)
       if (rederive) {
         const server = await this.installableServer(current.serverId, teamId, tx)
@@ -203,15 +224,21 @@ export class InstallationService {
         const derived = this.derive(server, version, target, userScoped, body.user_scoped === undefined)
         Object.assign(patch, { versionId: version.id, targetKind: derived.target.kind, targetIndex: derived.target.index, transport: derived.transport, inputs: derived.inputs })
       }
+      checkNetwork(patch.targetKind ?? current.targetKind, patch.network ?? current.network)
       const changed = (Object.keys(patch) as Array<keyof InstallationPatch>).filter((key) => !sameValue(patch[key], current[key]))
       if (changed.length === 0) return
       const updated = await installations.with(tx).update(id, patch, { respec: true, now: this.now() })
       if (updated === 'name_taken') throw nameTaken(body.name!)
       if (updated === null) throw errors.notFound('Installation')
       if (patch.inputs !== undefined) await this.reconcileValues(tx, id, patch.inputs)
+      if (changed.includes('satelliteId') && patch.satelliteId !== undefined && patch.satelliteId !== null) await this.dropUnapprovedOn(tx, { id, teamId }, patch.satelliteId, actor)
       await this.deps.stamps.with(tx).satellites([current.satelliteId, patch.satelliteId === undefined ? current.satelliteId : patch.satelliteId])
       await audit.record('installation.updated', {
-        actorId: actor.userId, ip: actor.ip, target: id, details: { team_id: teamId, fields: Object.keys(body), ...(patch.satelliteId === undefined ? {} : { satellite_id: patch.satelliteId }) },
+        actorId: actor.userId, ip: actor.ip, target: id,
+        details: {
+          team_id: teamId, fields: Object.keys(body),
+          ...(patch.satelliteId === undefined ? {} : { satellite_id: patch.satelliteId }), ...(patch.network === undefined ? {} : { network: patch.network }),
+        },
       }, tx)
     })
     return this.get(teamId, id, actor)
@@ -224,7 +251,7 @@ export class InstallationService {
       const problems = checkValues(current.inputs, values, 'team')
       if (problems.length > 0) throw errors.validation(problems)
       if (Object.keys(values).length === 0) return
-      await this.writeValues(tx, id, null, current.inputs, values, this.now())
+      await this.writeValues(tx, id, null, current.inputs, values, this.now(), null)
       await this.deps.stamps.with(tx).satellites([current.satelliteId])
       await this.deps.installations.with(tx).update(id, {}, { respec: true, now: this.now() })
       await this.deps.audit.record('installation.values_set', {
@@ -244,7 +271,10 @@ export class InstallationService {
       const problems = checkValues(current.inputs, values, 'user')
       if (problems.length > 0) throw errors.validation(problems)
       if (Object.keys(values).length === 0) return
-      await this.writeValues(tx, id, actor.userId, current.inputs, values, this.now())
+      // The member approves the satellite the installation is on now: their values are sealed to its key only (or to a global satellite).
+      const satellite = current.satelliteId === null ? undefined : await this.deps.satellites.with(tx).find(current.satelliteId)
+      const approved = approvalFor(satellite === undefined ? null : { type: satellite.satelliteType, publicKey: satellite.publicKey })
+      await this.writeValues(tx, id, actor.userId, current.inputs, values, this.now(), approved)
       await this.deps.stamps.with(tx).satellites([current.satelliteId])
       await this.deps.installations.with(tx).update(id, {}, { respec: true, now: this.now() })
       await this.deps.audit.record('installation.my_values_set', {
@@ -304,32 +334,50 @@ export class InstallationService {
   // Hooks of other parts
 
   /**
-   * A satellite sent a heartbeat: place the installations waiting for one (of its team, or of any
-   * team for a global satellite), each where the automatic placement puts it now.
+   * A satellite sent a heartbeat: first, a global satellite gives up the team servers'
+   * installations it may no longer run (the setting is off, or it reports no isolation); then it
+   * takes the installations waiting for it (of its team, or those of any team it may run), each
+   * placed where the automatic placement puts it now.
    */
-  async placeWaiting(satellite: { id: string; teamId: string | null }): Promise<void> {
-    const { installations, database } = this.deps
-    const waiting = await installations.unplaced(satellite.teamId, PLACEMENTS_PER_HEARTBEAT)
-    for (const row of waiting) {
-      await database.transaction(async (tx) => {
-        const satelliteId = await this.automaticPlacement(row.teamId, tx)
-        if (satelliteId !== null && (await installations.with(tx).place(row.id, satelliteId, this.now()))) {
-          await this.deps.stamps.with(tx).satellites([satelliteId])
-          await this.deps.audit.record('installation.placed', { target: row.id, details: { team_id: row.teamId, satellite_id: satelliteId } }, tx)
-        }
-      })
-    }
+  async placeWaiting(satellite: GlobalSatellite): Promise<void> {
+    const rules = await this.placement.rules()
+    await this.releaseFrom(satellite, rules)
+    await this.placeOnto(satellite, rules)
+  }
+
+  /**
+   * A satellite (re-)registered or reported: a global one that may no longer run team servers
+   * gives up their installations at once (placed again elsewhere, or waiting), before it can read
+   * another document.
+   */
+  async releaseFrom(satellite: GlobalSatellite, rules?: PlacementRules): Promise<void> {
+    if (satellite.satelliteType !== 'global') return
+    const current = rules ?? (await this.placement.rules())
+    if (current.teamServersOnGlobal && satellite.isolation !== 'none') return
+    const reason = current.teamServersOnGlobal ? 'the satellite does not isolate its instances' : 'team servers may not run on global satellites'
+    const released = await this.deps.database.transaction((tx) => this.release({ satelliteId: satellite.id }, reason, tx))
+    await this.placeEach(released)
+  }
+
+  /**
+   * Run in the transaction that writes `global.team_servers_on_global_satellites`: switched off,
+   * every global satellite gives up the team servers' installations in that same transaction.
+   * Answers what to do once it committed: place them again (or, switched on, place what waits).
+   */
+  async teamServersSettingWritten(allowed: boolean, tx: Db): Promise<() => Promise<void>> {
+    const released = allowed ? [] : await this.release('every global satellite', 'team servers may not run on global satellites', tx)
+    return () => (allowed ? this.placeAllWaiting() : this.placeEach(released))
   }
 
   /** A satellite was disabled: its installations are placed again the automatic way. */
   async releaseSatellite(satelliteId: string): Promise<void> {
-    const moved = await this.deps.installations.unplaceFrom(satelliteId, this.now())
-    if (moved > 0) await this.placeAllWaiting()
+    await this.placeEach(await this.deps.installations.unplaceFrom(satelliteId, this.now()))
   }
 
-  /** Places whatever waits, on any online satellite (after a satellite was deleted or disabled). */
+  /** Places whatever waits, on any online satellite (after a satellite was deleted or disabled, or a placement setting changed). */
   async placeAllWaiting(): Promise<void> {
-    await this.placeWaiting({ id: '', teamId: null })
+    const rules = await this.placement.rules()
+    for (const satellite of await this.deps.installations.allOnline(new Date(this.deps.clock.now() - OFFLINE_AFTER_MS))) await this.placeOnto(satellite, rules)
   }
 
   /**
@@ -377,14 +425,15 @@ export class InstallationService {
   // Parts
 
   private async views(rows: InstallationDetail[], userId: string): Promise<InstallationView[]> {
-    return this.pageViews({ rows, values: await this.deps.installations.valuesOf(rows.map((row) => row.installation.id), userId) })
+    const [values, rules] = await Promise.all([this.deps.installations.valuesOf(rows.map((row) => row.installation.id), userId), this.placement.rules()])
+    return this.pageViews({ rows, values }, rules)
   }
 
   /** The views of rows read with the values their reader sees. */
-  private pageViews({ rows, values }: Pick<InstallationPage, 'rows' | 'values'>): InstallationView[] {
+  private pageViews({ rows, values }: Pick<InstallationPage, 'rows' | 'values'>, rules: PlacementRules): InstallationView[] {
     const byInstallation = groupValues(values)
     const silentSince = new Date(this.deps.clock.now() - OFFLINE_AFTER_MS)
-    return rows.map((row) => installationView(row, byInstallation.get(row.installation.id), silentSince, row.state))
+    return rows.map((row) => installationView(row, byInstallation.get(row.installation.id), silentSince, rules, row.state))
   }
 
   private async detail(teamId: string, id: string, viewer?: string): Promise<InstallationDetail> {
@@ -459,20 +508,52 @@ export class InstallationService {
     return { version, target: derivation.target, transport: transport.transport, inputs: derivation.inputs }
   }
 
-  /** An explicit satellite must be the team's or a global one (404 otherwise) and enabled; null asks for the automatic placement. */
-  private async placement(teamId: string, satelliteId: string | null | undefined, tx: Db): Promise<string | null> {
-    if (satelliteId === undefined || satelliteId === null) return this.automaticPlacement(teamId, tx)
-    const satellite = await this.deps.satellites.with(tx).find(satelliteId)
-    if (satellite === undefined || (satellite.satelliteType === 'team' && satellite.teamId !== teamId)) throw errors.notFound('Satellite')
-    if (satellite.disabledAt !== null) throw invalid('satellite_id', `the satellite ${satellite.name} is disabled`)
-    return satellite.id
+  /** The installations waiting that `satellite` may take, each placed where the automatic placement puts it. */
+  private async placeOnto(satellite: GlobalSatellite, rules: PlacementRules): Promise<void> {
+    const intake = satellite.satelliteType === 'team' && satellite.teamId !== null
+      ? { teamId: satellite.teamId }
+      : { satelliteId: satellite.id, teamServers: rules.teamServersOnGlobal && satellite.isolation !== 'none', quota: rules.quotaPerGlobalSatellite }
+    await this.placeEach(await this.deps.installations.unplaced(intake, PLACEMENTS_PER_HEARTBEAT), rules)
   }
 
-  /** The online satellite of the team, else the online global one, with the fewest installations (ties by id); null when none is online. */
-  private async automaticPlacement(teamId: string, tx: Db): Promise<string | null> {
-    const online = await this.deps.installations.with(tx).onlineSatellites(teamId, new Date(this.deps.clock.now() - OFFLINE_AFTER_MS))
-    const pick = (candidates: typeof online) => candidates.sort((a, b) => a.installations - b.installations || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))[0]
-    return (pick(online.filter((satellite) => satellite.teamId === teamId)) ?? pick(online.filter((satellite) => satellite.teamId === null)))?.id ?? null
+  /** Places each of these unplaced installations, one transaction each, under its team's lock (quotas are counted one placement at a time). */
+  private async placeEach(waiting: readonly Unplaced[], rules?: PlacementRules): Promise<void> {
+    if (waiting.length === 0) return
+    const current = rules ?? (await this.placement.rules())
+    const { installations, database } = this.deps
+    for (const { id, teamId } of waiting) {
+      await database.transaction(async (tx) => {
+        await this.deps.teams.with(tx).lock(teamId)
+        const found = await installations.with(tx).unplacedOne(id)
+        if (found === undefined) return
+        const satelliteId = await this.placement.automatic({ teamId, visibility: found.visibility, installationId: id }, current, tx)
+        if (satelliteId === null || !(await installations.with(tx).place(id, satelliteId, this.now()))) return
+        await this.dropUnapprovedOn(tx, { id, teamId }, satelliteId)
+        await this.deps.stamps.with(tx).satellites([satelliteId])
+        await this.deps.audit.record('installation.placed', { target: id, details: { team_id: teamId, satellite_id: satelliteId } }, tx)
+      })
+    }
+  }
+
+  /** Unplaces the team servers' installations of global satellites that may no longer run them; their documents change with it. */
+  private async release(from: { satelliteId: string } | 'every global satellite', reason: string, tx: Db): Promise<Unplaced[]> {
+    const released = await this.deps.installations.with(tx).releaseTeamServers(from, this.now())
+    await this.deps.stamps.with(tx).satellites(released.map((row) => row.satelliteId))
+    for (const row of released) {
+      await this.deps.audit.record('installation.released', { target: row.id, details: { team_id: row.teamId, satellite_id: row.satelliteId, reason } }, tx)
+    }
+    return released
+  }
+
+  /** The installation moved to `satelliteId`: its members' own values not approved for that satellite are dropped. */
+  private async dropUnapprovedOn(tx: Db, installation: { id: string; teamId: string }, satelliteId: string, actor?: InstallationActor): Promise<void> {
+    const satellite = await this.deps.satellites.with(tx).find(satelliteId)
+    if (satellite === undefined) return
+    await dropUnapproved(this.deps, tx, {
+      installationId: installation.id, teamId: installation.teamId, satelliteId, now: this.now(),
+      satellite: { type: satellite.satelliteType, publicKey: satellite.publicKey },
+      ...(actor === undefined ? {} : { actor: { userId: actor.userId, ip: actor.ip } }),
+    })
   }
 
   /** Inserts under the first free name of `slug`, `slug-2`, `slug-3`… (the unique index decides). */
@@ -489,8 +570,8 @@ export class InstallationService {
     return null
   }
 
-  /** Writes checked values: null unsets; a secret input's value is sealed to its place. */
-  private async writeValues(tx: Db, installationId: string, userId: string | null, inputs: readonly InstallationInput[], values: ValueMap, now: Date): Promise<void> {
+  /** Writes checked values: null unsets; a secret input's value is sealed to its place. `approvedKey`: a member's, the satellite key they set it for. */
+  private async writeValues(tx: Db, installationId: string, userId: string | null, inputs: readonly InstallationInput[], values: ValueMap, now: Date, approvedKey: string | null): Promise<void> {
     const installations = this.deps.installations.with(tx)
     for (const [key, value] of Object.entries(values)) {
       if (value === null) {
@@ -499,7 +580,7 @@ export class InstallationService {
       }
       const secret = inputs.find((input) => input.key === key)?.secret ?? true
       await installations.putValue({
-        installationId, userId, key, updatedAt: now, approvedKey: null,
+        installationId, userId, key, updatedAt: now, approvedKey,
         value: secret ? null : value,
         sealed: secret ? this.deps.box.seal(value, { installationId, userId, key }) : null,
       })
@@ -534,5 +615,12 @@ const keysOf = (values: ValueMap) => ({
   set: Object.keys(values).filter((key) => values[key] !== null),
   unset: Object.keys(values).filter((key) => values[key] === null),
 })
+
+/** A remote is reached over the network: an instance without one could never reach it. */
+function checkNetwork(kind: 'package' | 'remote', network: 'full' | 'none'): void {
+  if (kind === 'remote' && network === 'none') {
+    throw invalid('network', 'a remote target is reached over the network, so `none` would leave it unreachable; keep `full`, or choose a package target')
+  }
+}
 
 const sameValue = (a: unknown, b: unknown): boolean => (typeof a === 'object' && a !== null ? JSON.stringify(a) === JSON.stringify(b) : a === b)
