@@ -44,6 +44,7 @@ export type { ReportedState }
 export function usableOwn(own: ReadonlyMap<string, SetValue>, satellite: InstallationDetail['satellite']): { usable: Map<string, SetValue>; dropped: Set<string> } {
   const usable = new Map<string, SetValue>()
   const dropped = new Set<string>()
+  if (own.size === 0) return { usable, dropped }
   const sealing = satellite === null ? null : { type: satellite.type, publicKey: satellite.publicKey }
   const fingerprint = sealing === null ? null : keyFingerprint(sealing.publicKey)
   for (const [key, value] of own) {
