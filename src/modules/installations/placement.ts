@@ -82,10 +82,10 @@ export class Placement {
   /**
    * A satellite asked for by id: the team's or a global one (another team's is 404), enabled
    * (400), allowed for the server (400 saying why) and, when global, with room under the team's
-   * quota (409 SATELLITE_QUOTA_EXCEEDED). Null or absent: the automatic placement.
+   * quota (409 SATELLITE_QUOTA_EXCEEDED). Null or absent: the automatic placement. `rules` are
+   * read before the transaction (a settings read may need a connection of its own).
    */
-  async choose(placing: Placing, satelliteId: string | null | undefined, tx: Db): Promise<string | null> {
-    const rules = await this.rules()
+  async choose(placing: Placing, satelliteId: string | null | undefined, rules: PlacementRules, tx: Db): Promise<string | null> {
     if (satelliteId === undefined || satelliteId === null) return this.automatic(placing, rules, tx)
     const satellite = await this.deps.satellites.with(tx).find(satelliteId)
     if (satellite === undefined || (satellite.satelliteType === 'team' && satellite.teamId !== placing.teamId)) throw errors.notFound('Satellite')

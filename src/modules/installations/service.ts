@@ -1,8 +1,8 @@
-import type { InstallationDetail, InstallationPage, InstallationPatch, InstallationRow, InstallationsRepository, Unplaced } from '../../db/repositories/installations.js'
+import type { InstallationDetail, InstallationPage, InstallationPatch, InstallationRow, InstallationsRepository } from '../../db/repositories/installations.js'
 import type { DesiredStamps } from '../../db/repositories/desired-stamps.js'
 import type { ChannelRepository, InstanceLogRow } from '../../db/repositories/channel.js'
 import type { ReportedTool } from '../../formats/satellite-reports.js'
-import type { SatelliteRow, SatellitesRepository } from '../../db/repositories/satellites.js'
+import type { SatellitesRepository } from '../../db/repositories/satellites.js'
 import type { ServerRow } from '../../db/repositories/server-filters.js'
 import type { ServerVersionsRepository, VersionRow } from '../../db/repositories/server-versions.js'
 import type { ServersRepository } from '../../db/repositories/servers.js'
@@ -21,10 +21,8 @@ import type { CreateInstallationBody, InstallationView, UpdateInstallationBody }
 import { checkValues, type ValueMap } from './values.js'
 import { groupValues, inputView, installationView, usableOwn } from './views.js'
 import { Placement, type PlacementRules } from './placement.js'
-import { approvalFor, dropUnapproved } from './own-values.js'
-
-/** How many unplaced installations one satellite's heartbeat places at most (the rest at the next one). */
-const PLACEMENTS_PER_HEARTBEAT = 100
+import { approvalFor } from './own-values.js'
+import { InstallationMoves, type MovingSatellite } from './moves.js'
 
 /** How long a member's list may be answered again unchanged (SQLite, nothing written meanwhile). */
 const MY_LIST_REUSE_MS = 1_000
@@ -54,8 +52,6 @@ interface Derived {
 
 const notInstallable = (message: string) => errors.conflict('VERSION_NOT_INSTALLABLE', message)
 
-/** A satellite that holds team servers' installations it may no longer run (the setting, or its isolation, changed). */
-type GlobalSatellite = Pick<SatelliteRow, 'id' | 'teamId' | 'satelliteType' | 'isolation'>
 const invalid = (field: string, message: string) => errors.validation([{ field, message, in: 'body' }])
 const nameTaken = (name: string) => errors.conflict('INSTALLATION_NAME_TAKEN', `The team already has an installation named "${name}"; choose another name.`)
 
@@ -86,9 +82,11 @@ export class InstallationService {
     placementRules: () => Promise<PlacementRules>
   }) {
     this.placement = new Placement({ installations: deps.installations, satellites: deps.satellites, rules: deps.placementRules, clock: deps.clock })
+    this.moves = new InstallationMoves({ ...deps, placement: this.placement })
   }
 
   private readonly placement: Placement
+  private readonly moves: InstallationMoves
 
   // Reads
 
@@ -159,6 +157,7 @@ export class InstallationService {
   async create(teamId: string, body: CreateInstallationBody, actor: InstallationActor): Promise<InstallationView> {
     const { installations, audit } = this.deps
     const now = this.now()
+    const rules = await this.placement.rules()
     const id = await this.teamTransaction(teamId, async (tx) => {
       const server = await this.installableServer(body.server_id, teamId, tx)
       const version = await this.installableVersion(server, body.version, tx)
@@ -168,7 +167,7 @@ export class InstallationService {
       if (problems.length > 0) throw errors.validation(problems)
       const network = body.network ?? 'full'
       checkNetwork(derived.target.kind, network)
-      const satelliteId = await this.placement.choose({ teamId, visibility: server.visibility }, body.satellite_id, tx)
+      const satelliteId = await this.placement.choose({ teamId, visibility: server.visibility }, body.satellite_id, rules, tx)
       const row: InstallationRow = {
         id: newId(), teamId, serverId: server.id, versionId: version.id, name: '', trackLatest: body.track_latest ?? body.version === undefined,
         targetKind: derived.target.kind, targetIndex: derived.target.index, transport: derived.transport, inputs: derived.inputs,
@@ -198,6 +197,7 @@ export class InstallationService {
    */
   async update(teamId: string, id: string, body: UpdateInstallationBody, actor: InstallationActor): Promise<InstallationView> {
     const { installations, audit } = this.deps
+    const rules = await this.placement.rules()
     await this.teamTransaction(teamId, async (tx) => {
       const current = await this.locked(teamId, id, tx)
       const patch: InstallationPatch = {}
@@ -209,7 +209,7 @@ export class InstallationService {
       if (body.network !== undefined) patch.network = body.network
       if (body.satellite_id !== undefined) {
         const visibility = (await this.deps.servers.with(tx).find(current.serverId, { userId: '', isGlobalAdmin: true }))?.visibility ?? 'team'
-        patch.satelliteId = await this.placement.choose({ teamId, visibility, installationId: id }, body.satellite_id, tx)
+        patch.satelliteId = await this.placement.choose({ teamId, visibility, installationId: id }, body.satellite_id, rules, tx)
       }
       const rederive = body.version !== undefined || body.target !== undefined || body.user_scoped !== undefined || (body.track_latest === true && !current.trackLatest)
       if (rederive) {
@@ -231,7 +231,7 @@ export class InstallationService {
       if (updated === 'name_taken') throw nameTaken(body.name!)
       if (updated === null) throw errors.notFound('Installation')
       if (patch.inputs !== undefined) await this.reconcileValues(tx, id, patch.inputs)
-      if (changed.includes('satelliteId') && patch.satelliteId !== undefined && patch.satelliteId !== null) await this.dropUnapprovedOn(tx, { id, teamId }, patch.satelliteId, actor)
+      if (changed.includes('satelliteId') && patch.satelliteId !== undefined && patch.satelliteId !== null) await this.moves.dropUnapprovedOn(tx, { id, teamId }, patch.satelliteId, actor)
       await this.deps.stamps.with(tx).satellites([current.satelliteId, patch.satelliteId === undefined ? current.satelliteId : patch.satelliteId])
       await audit.record('installation.updated', {
         actorId: actor.userId, ip: actor.ip, target: id,
@@ -333,51 +333,29 @@ export class InstallationService {
 
   // Hooks of other parts
 
-  /**
-   * A satellite sent a heartbeat: first, a global satellite gives up the team servers'
-   * installations it may no longer run (the setting is off, or it reports no isolation); then it
-   * takes the installations waiting for it (of its team, or those of any team it may run), each
-   * placed where the automatic placement puts it now.
-   */
-  async placeWaiting(satellite: GlobalSatellite): Promise<void> {
-    const rules = await this.placement.rules()
-    await this.releaseFrom(satellite, rules)
-    await this.placeOnto(satellite, rules)
+  /** A satellite sent a heartbeat (see InstallationMoves). */
+  placeWaiting(satellite: MovingSatellite): Promise<void> {
+    return this.moves.placeWaiting(satellite)
   }
 
-  /**
-   * A satellite (re-)registered or reported: a global one that may no longer run team servers
-   * gives up their installations at once (placed again elsewhere, or waiting), before it can read
-   * another document.
-   */
-  async releaseFrom(satellite: GlobalSatellite, rules?: PlacementRules): Promise<void> {
-    if (satellite.satelliteType !== 'global') return
-    const current = rules ?? (await this.placement.rules())
-    if (current.teamServersOnGlobal && satellite.isolation !== 'none') return
-    const reason = current.teamServersOnGlobal ? 'the satellite does not isolate its instances' : 'team servers may not run on global satellites'
-    const released = await this.deps.database.transaction((tx) => this.release({ satelliteId: satellite.id }, reason, tx))
-    await this.placeEach(released)
+  /** A satellite (re-)registered (see InstallationMoves). */
+  releaseFrom(satellite: MovingSatellite): Promise<void> {
+    return this.moves.releaseFrom(satellite)
   }
 
-  /**
-   * Run in the transaction that writes `global.team_servers_on_global_satellites`: switched off,
-   * every global satellite gives up the team servers' installations in that same transaction.
-   * Answers what to do once it committed: place them again (or, switched on, place what waits).
-   */
-  async teamServersSettingWritten(allowed: boolean, tx: Db): Promise<() => Promise<void>> {
-    const released = allowed ? [] : await this.release('every global satellite', 'team servers may not run on global satellites', tx)
-    return () => (allowed ? this.placeAllWaiting() : this.placeEach(released))
+  /** Run in the transaction writing `global.team_servers_on_global_satellites` (see InstallationMoves). */
+  teamServersSettingWritten(allowed: boolean, tx: Db): Promise<() => Promise<void>> {
+    return this.moves.teamServersSettingWritten(allowed, tx)
   }
 
   /** A satellite was disabled: its installations are placed again the automatic way. */
-  async releaseSatellite(satelliteId: string): Promise<void> {
-    await this.placeEach(await this.deps.installations.unplaceFrom(satelliteId, this.now()))
+  releaseSatellite(satelliteId: string): Promise<void> {
+    return this.moves.releaseSatellite(satelliteId)
   }
 
-  /** Places whatever waits, on any online satellite (after a satellite was deleted or disabled, or a placement setting changed). */
-  async placeAllWaiting(): Promise<void> {
-    const rules = await this.placement.rules()
-    for (const satellite of await this.deps.installations.allOnline(new Date(this.deps.clock.now() - OFFLINE_AFTER_MS))) await this.placeOnto(satellite, rules)
+  /** Places whatever waits, on any online satellite. */
+  placeAllWaiting(): Promise<void> {
+    return this.moves.placeAllWaiting()
   }
 
   /**
@@ -506,54 +484,6 @@ export class InstallationService {
     const unknown = dropUnknownScoped ? [] : unknownInputKeys(derivation.inputs, userScoped)
     if (unknown.length > 0) throw invalid('user_scoped', `${unknown.join(', ')} ${unknown.length === 1 ? 'is not an input' : 'are not inputs'} of this target`)
     return { version, target: derivation.target, transport: transport.transport, inputs: derivation.inputs }
-  }
-
-  /** The installations waiting that `satellite` may take, each placed where the automatic placement puts it. */
-  private async placeOnto(satellite: GlobalSatellite, rules: PlacementRules): Promise<void> {
-    const intake = satellite.satelliteType === 'team' && satellite.teamId !== null
-      ? { teamId: satellite.teamId }
-      : { satelliteId: satellite.id, teamServers: rules.teamServersOnGlobal && satellite.isolation !== 'none', quota: rules.quotaPerGlobalSatellite }
-    await this.placeEach(await this.deps.installations.unplaced(intake, PLACEMENTS_PER_HEARTBEAT), rules)
-  }
-
-  /** Places each of these unplaced installations, one transaction each, under its team's lock (quotas are counted one placement at a time). */
-  private async placeEach(waiting: readonly Unplaced[], rules?: PlacementRules): Promise<void> {
-    if (waiting.length === 0) return
-    const current = rules ?? (await this.placement.rules())
-    const { installations, database } = this.deps
-    for (const { id, teamId } of waiting) {
-      await database.transaction(async (tx) => {
-        await this.deps.teams.with(tx).lock(teamId)
-        const found = await installations.with(tx).unplacedOne(id)
-        if (found === undefined) return
-        const satelliteId = await this.placement.automatic({ teamId, visibility: found.visibility, installationId: id }, current, tx)
-        if (satelliteId === null || !(await installations.with(tx).place(id, satelliteId, this.now()))) return
-        await this.dropUnapprovedOn(tx, { id, teamId }, satelliteId)
-        await this.deps.stamps.with(tx).satellites([satelliteId])
-        await this.deps.audit.record('installation.placed', { target: id, details: { team_id: teamId, satellite_id: satelliteId } }, tx)
-      })
-    }
-  }
-
-  /** Unplaces the team servers' installations of global satellites that may no longer run them; their documents change with it. */
-  private async release(from: { satelliteId: string } | 'every global satellite', reason: string, tx: Db): Promise<Unplaced[]> {
-    const released = await this.deps.installations.with(tx).releaseTeamServers(from, this.now())
-    await this.deps.stamps.with(tx).satellites(released.map((row) => row.satelliteId))
-    for (const row of released) {
-      await this.deps.audit.record('installation.released', { target: row.id, details: { team_id: row.teamId, satellite_id: row.satelliteId, reason } }, tx)
-    }
-    return released
-  }
-
-  /** The installation moved to `satelliteId`: its members' own values not approved for that satellite are dropped. */
-  private async dropUnapprovedOn(tx: Db, installation: { id: string; teamId: string }, satelliteId: string, actor?: InstallationActor): Promise<void> {
-    const satellite = await this.deps.satellites.with(tx).find(satelliteId)
-    if (satellite === undefined) return
-    await dropUnapproved(this.deps, tx, {
-      installationId: installation.id, teamId: installation.teamId, satelliteId, now: this.now(),
-      satellite: { type: satellite.satelliteType, publicKey: satellite.publicKey },
-      ...(actor === undefined ? {} : { actor: { userId: actor.userId, ip: actor.ip } }),
-    })
   }
 
   /** Inserts under the first free name of `slug`, `slug-2`, `slug-3`… (the unique index decides). */
