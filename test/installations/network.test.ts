@@ -29,7 +29,7 @@ describe.each(DIALECTS)('installation network on %s', (dialect) => {
 
   const instanceOf = async (id: string): Promise<DocumentInstance> => (await documentOf(app, satellite)).find((instance) => instance.installation_id === id)!
   const patch = (id: string, body: object) => call('PATCH', installationOf(crew.team.id, id), crew.teamAdmin, body)
-  const read = async (id: string): Promise<InstallationBody & { network: string }> => (await call('GET', installationOf(crew.team.id, id), crew.teamAdmin)).json().data.installation
+  const read = async (id: string): Promise<InstallationBody> => (await call('GET', installationOf(crew.team.id, id), crew.teamAdmin)).json().data.installation
   const auditOf = async (type: string, id: string) =>
     ((await call('GET', `/api/admin/audit-log?type=${type}&limit=100`, admin)).json().data.events as Array<{ target: string; details: Record<string, unknown> }>)
       .filter((event) => event.target === id)

@@ -64,7 +64,7 @@ describe.each(DIALECTS)("members' own values and satellite moves on %s", (dialec
     const list = await call('GET', `/api/users/me/mcp/installations?team_id=${crew.team.id}&limit=100`, member)
     expect(list.statusCode, list.body).toBe(200)
     const view = (list.json().data.installations as InstallationBody[]).find((each) => each.id === installationId)!
-    const values = (await call('GET', `${installationOf(crew.team.id, installationId)}/my-values`, member)).json().data.values as Array<InputBody & { unset_reason?: string }>
+    const values = (await call('GET', `${installationOf(crew.team.id, installationId)}/my-values`, member)).json().data.values as InputBody[]
     return { view, token: values.find((input) => input.key === TOKEN)! }
   }
   const expectToldToSetAgain = async (member: Account, installationId: string, where: string) => {
