@@ -186,7 +186,15 @@ export async function createServices(database: Database, { config, clock, log, l
   const installations = new InstallationService({
     database, installations: installationsRepository(database), servers, versions: serverVersionsRepository(database),
     satellites: satellitesRepository(database), teams, stamps, channel: channelRepository(database), box: valueBox, audit, clock,
+    placementRules: async () => ({
+      teamServersOnGlobal: await settings.get('global.team_servers_on_global_satellites'),
+      quotaPerGlobalSatellite: await settings.get('global.team_quota_per_global_satellite'),
+    }),
   })
+  // What may run on global satellites follows the settings at once (a write by the command-line
+  // tool, which has no installations service, is caught up at each global satellite's next heartbeat).
+  settings.onWrite('global.team_servers_on_global_satellites', (value, tx) => installations.teamServersSettingWritten(value === true, tx))
+  settings.onWrite('global.team_quota_per_global_satellite', async () => () => installations.placeAllWaiting())
   const channel = new Channel({
     database, channel: channelRepository(database), satellites: satellitesRepository(database), stamps, box: valueBox,
     specKey: deriveKey(config.encryptionSecret, 'spec-hash'), audit, clock,

@@ -19,6 +19,7 @@ export interface PlacedInstallation {
 /** The satellite facts a document depends on. */
 export interface SatelliteFacts {
   id: string
+  satelliteType: 'global' | 'team'
   publicKey: string | null
   desiredStamp: number
   disabledAt: Date | null

@@ -5,6 +5,8 @@ import { inputSourceOf } from '../installations/inputs.js'
 import { resolveLaunch, type Launch } from '../installations/launch.js'
 import type { ValueBox } from '../installations/sealed-values.js'
 import { sealerFor } from '../satellites/sealing.js'
+import { keyFingerprint } from '../satellites/fingerprint.js'
+import { usableOn } from '../installations/own-values.js'
 
 /**
  * A satellite's desired-state document: every instance it must run, complete. Built from the
@@ -23,6 +25,7 @@ export interface InstanceDocument {
   name: string
   endpoint_path: string
   desired: 'running' | 'stopped'
+  network: 'full' | 'none'
   spec_hash: string
   restart_generation: number
   launch: Launch
@@ -76,13 +79,17 @@ export const instanceIdOf = (installationId: string, userId: string | null): str
  */
 export async function buildDocument(
   deps: { channel: ChannelRepository; box: ValueBox; specKey: Buffer },
-  satellite: { id: string; publicKey: string | null; desiredStamp: number; disabledAt: Date | null },
+  satellite: { id: string; satelliteType: 'global' | 'team'; publicKey: string | null; desiredStamp: number; disabledAt: Date | null },
   before?: BuiltDocument,
 ): Promise<BuiltDocument> {
   const placed = await deps.channel.placedOn(satellite.id)
   const ids = placed.map((row) => row.installation.id)
+  // A member's own value reaches only a global satellite or the key it was set for: any other reads as unset here.
+  const sealing = { type: satellite.satelliteType, publicKey: satellite.publicKey }
+  const fingerprint = keyFingerprint(satellite.publicKey)
+  const usable = (row: ValueRow) => row.userId === null || usableOn({ held: row.value !== null || row.sealed !== null, approvedKey: row.approvedKey }, sealing, fingerprint)
   const [values, members] = await Promise.all([
-    deps.channel.valuesOf(ids),
+    deps.channel.valuesOf(ids).then((rows) => rows.filter(usable)),
     deps.channel.membersOf([...new Set(placed.map((row) => row.installation.teamId))]),
   ])
   const byInstallation = new Map<string, ValueRow[]>()
@@ -149,13 +156,13 @@ function instancesOf(placed: PlacedInstallation, values: ValueRow[], members: st
     const resolved = resolveLaunch(source, { kind: installation.targetKind, index: installation.targetIndex }, installation.transport, installation.inputs, mine)
     const instanceId = instanceIdOf(installation.id, userId)
     const spec = {
-      instance_id: instanceId, launch: resolved.launch, desired: installation.desired, restart_generation: installation.restartGeneration,
+      instance_id: instanceId, launch: resolved.launch, desired: installation.desired, network: installation.network, restart_generation: installation.restartGeneration,
       secrets: [...resolved.secrets].sort((a, b) => (a.target < b.target ? -1 : 1)).map((secret) => [secret.target, secret.value]),
     }
     built.push({
       document: {
         instance_id: instanceId, installation_id: installation.id, team_id: installation.teamId, user_id: userId, name: installation.name,
-        endpoint_path: `/mcp/${installation.id}`, desired: installation.desired,
+        endpoint_path: `/mcp/${installation.id}`, desired: installation.desired, network: installation.network,
         spec_hash: createHmac('sha256', deps.specKey).update(JSON.stringify(spec)).digest('base64url'),
         restart_generation: installation.restartGeneration, launch: resolved.launch, disabled_tools: [],
       },
