@@ -185,7 +185,7 @@ export async function createServices(database: Database, { config, clock, log, l
   })
   const channel = new Channel({
     database, channel: channelRepository(database), satellites: satellitesRepository(database), stamps, box: valueBox,
-    specKey: deriveKey(config.encryptionSecret, 'spec-hash'), audit, clock,
+    specKey: deriveKey(config.encryptionSecret, 'spec-hash'), audit, clock, log,
   })
   const serverService = new ServerService({ database, servers, categories, teams, search, audit, clock, beforeDelete: (serverId, tx) => installations.assertServerUnused(serverId, tx) })
   const registrationTokenRows = registrationTokensRepository(database)

@@ -12,6 +12,7 @@ import type { Clock } from '../../lib/clock.js'
 import type { AuditLog } from '../audit/service.js'
 import type { CatalogueActor } from './actor.js'
 import { normalizePackages } from '../../formats/catalogue-entries.js'
+import { assertEntryRules } from './entry-rules.js'
 import { ListCache } from './list-cache.js'
 import type { CreateServerBody, UpdateServerBody } from './schemas.js'
 import { searchTerms } from './search-terms.js'
@@ -87,6 +88,7 @@ export class ServerService {
    */
   async create(owner: ServerOwner, input: CreateServerInput, actor: CatalogueActor): Promise<ServerRow> {
     const { servers, audit } = this.deps
+    assertEntryRules(input.packages, owner.visibility)
     const now = this.now()
     const name = input.name.trim()
     const fields = {
@@ -116,6 +118,7 @@ export class ServerService {
     const { servers, audit } = this.deps
     const server = await this.owned(owner, idOrSlug, actor)
     if (input.slug !== undefined && unusableSlug(input.slug)) throw reservedSlug(input.slug)
+    assertEntryRules(input.packages, server.visibility)
     return this.writeTransaction(server.ownerTeamId, async (tx) => {
       await this.checkCategory(input.category_id, tx)
       const updated = await servers.with(tx).update(server.id, { ...serverPatch(input), updatedAt: this.now() })

@@ -16,6 +16,7 @@ import type { Clock } from '../../lib/clock.js'
 import type { AuditLog } from '../audit/service.js'
 import { OFFLINE_AFTER_MS } from '../satellites/service.js'
 import { deriveInputs, inputSourceOf, targetTransport, unknownInputKeys } from './inputs.js'
+import { targetRuleProblem } from './target-rules.js'
 import type { ValueBox } from './sealed-values.js'
 import type { CreateInstallationBody, InstallationView, UpdateInstallationBody } from './schemas.js'
 import { checkValues, type ValueMap } from './values.js'
@@ -454,6 +455,8 @@ export class InstallationService {
     }
     const transport = targetTransport(source, derivation.target, server.transportType)
     if (!transport.ok) throw invalid('target', transport.reason)
+    const refused = targetRuleProblem(source, derivation.target, server.visibility)
+    if (refused !== null) throw invalid('target', refused)
     const unknown = dropUnknownScoped ? [] : unknownInputKeys(derivation.inputs, userScoped)
     if (unknown.length > 0) throw invalid('user_scoped', `${unknown.join(', ')} ${unknown.length === 1 ? 'is not an input' : 'are not inputs'} of this target`)
     return { version, target: derivation.target, transport: transport.transport, inputs: derivation.inputs }

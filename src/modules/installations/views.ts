@@ -70,6 +70,10 @@ export function statusOf(detail: InstallationDetail, missing: { team: string[]; 
     return { status: 'pending', reason: "No satellite runs it yet: it is placed when one of the team's satellites, or a global one, is online." }
   }
   if (satellite.disabledAt !== null) return { status: 'pending', reason: `Its satellite ${satellite.name} is disabled; it is being placed on another one.` }
+  // Recorded by the backend when it built the satellite's document: this instance was left out.
+  if (state?.unresolved === true && state.specRevision === installation.specRevision) {
+    return { status: 'failed', reason: `It could not be resolved, so ${satellite.name} was not asked to run it: ${state.message ?? 'no reason recorded'}` }
+  }
   const reporting = satellite.status === 'active' || satellite.status === 'degraded' || satellite.status === 'error'
   if (!reporting) return { status: 'pending', reason: `Waiting for its satellite ${satellite.name}, which has not reported since it registered.` }
   if (satellite.lastHeartbeatAt === null || satellite.lastHeartbeatAt.getTime() < silentSince.getTime()) {
