@@ -318,6 +318,11 @@ export function installationsRepository(database: Database, executor: Db = datab
       return row?.n ?? 0
     },
 
+    /** Every installation of a server (to follow an edit of the server's own entry). */
+    async ofServer(serverId: string): Promise<InstallationRow[]> {
+      return db.select().from(i).where(eq(i.serverId, serverId)).orderBy(asc(i.id))
+    },
+
     /** The installations that follow a server's latest version. */
     async trackingLatest(serverId: string): Promise<InstallationRow[]> {
       return db.select().from(i).where(and(eq(i.serverId, serverId), eq(i.trackLatest, true)))

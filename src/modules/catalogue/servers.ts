@@ -55,6 +55,11 @@ export class ServerService {
     clock: Clock
     /** Run in the deleting transaction before the server goes; throws to refuse (a server some team runs). */
     beforeDelete?: (serverId: string, tx: Db) => Promise<void>
+    /**
+     * Run in the updating transaction when the edit names packages, remotes or the transport (what
+     * a version without its own runs); throws to refuse (an installed target removed).
+     */
+    afterEntryEdit?: (before: ServerRow, after: ServerRow, tx: Db) => Promise<void>
   }) {}
 
   private readonly listCache = new ListCache()
@@ -124,6 +129,7 @@ export class ServerService {
       const updated = await servers.with(tx).update(server.id, { ...serverPatch(input), updatedAt: this.now() })
       if (updated === 'slug_taken') throw slugTaken(input.slug!)
       if (updated === null) throw errors.notFound('Server')
+      if (input.packages !== undefined || input.remotes !== undefined || input.transport_type !== undefined) await this.deps.afterEntryEdit?.(server, updated, tx)
       await audit.record('catalogue.server_updated', { actorId: actor.userId, ip: actor.ip, target: server.id, details: { fields: Object.keys(input), ...teamOf(server) } }, tx)
       return updated
     })
