@@ -91,6 +91,10 @@ export const instanceIdOf = (installationId: string, userId: string | null): str
  * when what the satellite must run does. Sealing is randomized; an instance whose spec hash is the
  * one it had in `before`, sealed to the same key, keeps the sealed text it had there (its secret
  * values are the same), so only the secrets of changed instances are sealed again.
+ *
+ * Each instance is resolved on its own (instancesOf): one that cannot be is left out and listed in
+ * `unresolved`, so that one team's broken entry never keeps the document — every other team's
+ * deletions, values and rotated secrets — from reaching the satellite.
  */
 export async function buildDocument(
   deps: BuildDeps,
@@ -140,7 +144,7 @@ export async function buildDocument(
     etag: `"${revision}"`,
     instances: facts,
     unresolved,
-    placedInstallations: placed.map((row) => row.installation.id),
+    placedInstallations: ids,
   }
 }
 
