@@ -93,22 +93,26 @@ export function versionProblem(registryType: string, version: string): string | 
   }
 }
 
+/**
+ * An image reference: registry host, path, tag or digest. Starting with `-` it would be read as an
+ * option of the runner, starting with `/` or holding `..` as a path (the `..` test is below).
+ */
+const IMAGE = { pattern: /^[A-Za-z0-9][A-Za-z0-9._/:@-]*$/, shape: 'an image reference such as ghcr.io/owner/image:1.0' }
+
 const IDENTIFIERS: Record<string, { pattern: RegExp; shape: string }> = {
   npm: { pattern: /^(@[a-z0-9][a-z0-9._~-]*\/)?[a-z0-9][a-z0-9._~-]*$/, shape: 'an npm package name such as @scope/name' },
   pypi: { pattern: /^[A-Za-z0-9][A-Za-z0-9._-]*$/, shape: 'a PyPI project name (letters, digits, dots, dashes, underscores)' },
-  // An image reference: registry host, path, tag or digest; starting with `-` it would be read as
-  // an option of the runner, starting with `/` or holding `..` as a path.
-  docker: { pattern: /^[A-Za-z0-9][A-Za-z0-9._/:@-]*$/, shape: 'an image reference such as ghcr.io/owner/image:1.0' },
+  docker: IMAGE,
+  oci: IMAGE,
   nuget: { pattern: /^[A-Za-z0-9_]+(?:[.-][A-Za-z0-9_]+)*$/, shape: 'a NuGet package id' },
   mcpb: { pattern: /^[Hh][Tt][Tt][Pp][Ss]:\/\/[^\s/?#@]+[^\s]*$/, shape: 'the https URL of the bundle' },
 }
-IDENTIFIERS.oci = IDENTIFIERS.docker!
 
 /** The identifier of a package, checked by its registry type (a type no satellite runs is not checked here). */
 export function identifierProblem(registryType: string, identifier: string): string | null {
   const rule = IDENTIFIERS[registryType]
   if (rule === undefined) return null
-  if (!rule.pattern.test(identifier) || ((registryType === 'docker' || registryType === 'oci') && identifier.includes('..'))) {
+  if (!rule.pattern.test(identifier) || (rule === IMAGE && identifier.includes('..'))) {
     return `must be ${rule.shape}`
   }
   return null
