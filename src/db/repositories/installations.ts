@@ -3,7 +3,7 @@ import { LRUCache } from 'lru-cache'
 import type { InstallationInput } from '../../formats/installation-inputs.js'
 import { violatedUniqueIndex } from '../errors.js'
 import type { Database, Db } from '../types.js'
-import type { ReportedState } from '../../formats/satellite-reports.js'
+import { UNRESOLVED_SPEC_HASH, type ReportedState } from '../../formats/satellite-reports.js'
 
 export type InstallationRow = Database['t']['mcpInstallations']['$inferSelect']
 export type InstallationPatch = Partial<Pick<InstallationRow,
@@ -165,19 +165,19 @@ export function installationsRepository(database: Database, executor: Db = datab
   ).mapWith((pairs: unknown) => (typeof pairs === 'string' ? JSON.parse(pairs) : pairs) as Array<[string, string | null, boolean | number, string | null]>)
   /**
    * The reported state the viewer sees: their own instance's (a per-user installation), else the
-   * shared one's, as `[phase, message, spec_revision, tools count]`.
+   * shared one's, as `[phase, message, spec_revision, tools count, spec_hash]`.
    */
   const statePair = (viewer: SQL | string) => {
     const st = t.mcpInstanceStates
     const tools = dialect === 'postgresql' ? sql`jsonb_array_length(${st.tools})` : sql`json_array_length(${st.tools})`
     const pair = dialect === 'postgresql'
-      ? sql`json_build_array(${st.phase}, ${st.message}, ${st.specRevision}, ${tools})`
-      : sql`json_array(${st.phase}, ${st.message}, ${st.specRevision}, ${tools})`
+      ? sql`json_build_array(${st.phase}, ${st.message}, ${st.specRevision}, ${tools}, ${st.specHash})`
+      : sql`json_array(${st.phase}, ${st.message}, ${st.specRevision}, ${tools}, ${st.specHash})`
     return sql`(select ${pair} from ${st} where ${st.installationId} = ${i.id} and (${st.userId} is null or ${st.userId} = ${viewer}) order by (${st.userId} is null) limit 1)`
       .mapWith((found: unknown): ReportedState | undefined => {
         if (found === null || found === undefined) return undefined
-        const [phase, message, specRevision, toolsCount] = (typeof found === 'string' ? JSON.parse(found) : found) as [ReportedState['phase'], string | null, number, number]
-        return { phase, message, specRevision: Number(specRevision), toolsCount: Number(toolsCount) }
+        const [phase, message, specRevision, toolsCount, specHash] = (typeof found === 'string' ? JSON.parse(found) : found) as [ReportedState['phase'], string | null, number, number, string]
+        return { phase, message, specRevision: Number(specRevision), toolsCount: Number(toolsCount), unresolved: specHash === UNRESOLVED_SPEC_HASH }
       })
   }
   /** The stored text of `inputs` (PostgreSQL's jsonb would come parsed already). */
@@ -368,6 +368,11 @@ export function installationsRepository(database: Database, executor: Db = datab
     async countForServer(serverId: string): Promise<number> {
       const [row] = await db.select({ n: count() }).from(i).where(eq(i.serverId, serverId))
       return row?.n ?? 0
+    },
+
+    /** Every installation of a server (to follow an edit of the server's own entry). */
+    async ofServer(serverId: string): Promise<InstallationRow[]> {
+      return db.select().from(i).where(eq(i.serverId, serverId)).orderBy(asc(i.id))
     },
 
     /** The installations that follow a server's latest version. */

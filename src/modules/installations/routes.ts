@@ -34,6 +34,7 @@ const VIEW_TEXT = [
 const VALUES_TEXT = [
   'Values are text whatever the input\'s format; `choices` and `format` (`number`, `boolean`, `filepath`) are checked.',
   'Every key is checked first: an unknown key, a key of the other scope or a value that does not fit → 400 `VALIDATION_ERROR` with one `details` entry per key (`values.<key>`), and nothing is written.',
+  'An `env:` key of a variable that changes how a runtime loads code (`NODE_OPTIONS`, `LD_PRELOAD`, … — only on entries stored before those were refused) takes no value (400); `null` may unset it.',
 ].join(' ')
 
 const PLACEMENT_TEXT = [
@@ -78,7 +79,8 @@ export const installationRoutes: FastifyPluginAsyncTypebox = async (app) => {
         'The server (by id or slug) must be visible to the team: a global server, or one of the team\'s own (404 otherwise).',
         'Without `version`, the latest version is installed and followed (`track_latest` defaults to true); with it, that exact version is pinned.',
         'A yanked or deprecated version, a disabled server, or a server without an active version → 409 `VERSION_NOT_INSTALLABLE`.',
-        'The inputs are derived from the version for the target (default: the first package, else the first remote); a target that does not exist or cannot run → 400 naming `target`.',
+        'The inputs are derived from the version for the target (default: the first package, else the first remote); a target that does not exist or cannot run → 400 naming `target`,',
+        'also a package that would make a satellite run more than itself (a `file:` or URL version, a runner option, a variable such as `NODE_OPTIONS`; see the catalogue\'s entry rules).',
         '`user_scoped` names the keys each member sets for themselves; `values` sets team-scoped keys.',
         'Without `name`, the server\'s slug is used, suffixed (`-2`, `-3`…) while taken; an explicit name that is taken → 409 `INSTALLATION_NAME_TAKEN`.',
         `${PLACEMENT_TEXT} ${NETWORK_TEXT} ${VALUES_TEXT}`,

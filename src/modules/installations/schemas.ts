@@ -64,7 +64,9 @@ const InstallationStatus = Type.Union([
   description: [
     'Derived when read, from the caller\'s point of view: `needs_config` while a required team input is unset (or, on a per-user installation, one of the caller\'s own);',
     '`pending` while no satellite is placed or it has not picked the installation up; `stopped` when asked to stop;',
-    '`starting`, `running`, `degraded`, `failed` as the satellite reports the current spec; `unknown` while its satellite is offline.',
+    '`starting`, `running`, `degraded`, `failed` as the satellite reports the current spec; `unknown` while its satellite is offline;',
+    '`failed` also when the backend could not resolve the instance (its target gone from the version, an entry rule broken, a value that does not decrypt):',
+    'then it is left out of the satellite\'s document and `status_reason` begins "It could not be resolved".',
   ].join(' '),
 })
 

@@ -10,12 +10,12 @@ import type { TeamsRepository } from '../../db/repositories/teams.js'
 import { newId } from '../../db/ids.js'
 import { LRUCache } from 'lru-cache'
 import type { Database, Db } from '../../db/types.js'
-import type { InstallationInput, InstallationTarget } from '../../formats/installation-inputs.js'
-import { AppError, errors } from '../../http/errors.js'
+import type { InstallationInput } from '../../formats/installation-inputs.js'
+import { errors } from '../../http/errors.js'
 import type { Clock } from '../../lib/clock.js'
 import type { AuditLog } from '../audit/service.js'
 import { OFFLINE_AFTER_MS } from '../satellites/service.js'
-import { deriveInputs, inputSourceOf, targetTransport, unknownInputKeys } from './inputs.js'
+import { deriveTarget, invalid, notInstallable, reconcileValues } from './derivation.js'
 import type { ValueBox } from './sealed-values.js'
 import type { CreateInstallationBody, InstallationView, UpdateInstallationBody } from './schemas.js'
 import { checkValues, type ValueMap } from './values.js'
@@ -42,17 +42,6 @@ export interface InstallationActor {
 
 export type { ValueMap } from './values.js'
 
-/** What runs, as derived from a version for one target. */
-interface Derived {
-  version: VersionRow
-  target: InstallationTarget
-  transport: string
-  inputs: InstallationInput[]
-}
-
-const notInstallable = (message: string) => errors.conflict('VERSION_NOT_INSTALLABLE', message)
-
-const invalid = (field: string, message: string) => errors.validation([{ field, message, in: 'body' }])
 const nameTaken = (name: string) => errors.conflict('INSTALLATION_NAME_TAKEN', `The team already has an installation named "${name}"; choose another name.`)
 
 /**
@@ -162,7 +151,7 @@ export class InstallationService {
       const server = await this.installableServer(body.server_id, teamId, tx)
       const version = await this.installableVersion(server, body.version, tx)
       await this.checkTracking(server, version, body.track_latest, body.version, tx)
-      const derived = this.derive(server, version, body.target, body.user_scoped ?? [])
+      const derived = deriveTarget(server, version, body.target, body.user_scoped ?? [])
       const problems = checkValues(derived.inputs, body.values ?? {}, 'team')
       if (problems.length > 0) throw errors.validation(problems)
       const network = body.network ?? 'full'
@@ -221,7 +210,7 @@ export class InstallationService {
         await this.checkTracking(server, version, body.track_latest, body.version, tx)
         const target = body.target ?? { kind: current.targetKind, index: current.targetIndex }
         const userScoped = body.user_scoped ?? current.inputs.filter((input) => input.scope === 'user').map((input) => input.key)
-        const derived = this.derive(server, version, target, userScoped, body.user_scoped === undefined)
+        const derived = deriveTarget(server, version, target, userScoped, body.user_scoped === undefined)
         Object.assign(patch, { versionId: version.id, targetKind: derived.target.kind, targetIndex: derived.target.index, transport: derived.transport, inputs: derived.inputs })
       }
       checkNetwork(patch.targetKind ?? current.targetKind, patch.network ?? current.network)
@@ -230,7 +219,7 @@ export class InstallationService {
       const updated = await installations.with(tx).update(id, patch, { respec: true, now: this.now() })
       if (updated === 'name_taken') throw nameTaken(body.name!)
       if (updated === null) throw errors.notFound('Installation')
-      if (patch.inputs !== undefined) await this.reconcileValues(tx, id, patch.inputs)
+      if (patch.inputs !== undefined) await reconcileValues(installations.with(tx), this.deps.box, id, patch.inputs)
       if (changed.includes('satelliteId') && patch.satelliteId !== undefined && patch.satelliteId !== null) await this.moves.dropUnapprovedOn(tx, { id, teamId }, patch.satelliteId, actor)
       await this.deps.stamps.with(tx).satellites([current.satelliteId, patch.satelliteId === undefined ? current.satelliteId : patch.satelliteId])
       await audit.record('installation.updated', {
@@ -358,48 +347,6 @@ export class InstallationService {
     return this.moves.placeAllWaiting()
   }
 
-  /**
-   * Run in the catalogue transaction that changed a server's latest version: the installations
-   * that track it move to it, each keeping its target and user-scoped keys, when the new version
-   * has that target and it can be installed; one that cannot move stays where it is.
-   */
-  async followLatest(serverId: string, tx: Db): Promise<void> {
-    const { installations, versions, servers, audit } = this.deps
-    // The server's stored versions changed (an import may refresh the document of a version that
-    // runs): the documents of the satellites running it are built again.
-    await this.deps.stamps.with(tx).ofServer(serverId)
-    const tracking = await installations.with(tx).trackingLatest(serverId)
-    if (tracking.length === 0) return
-    const latest = await versions.with(tx).latest(serverId)
-    if (latest === undefined) return
-    const server = await servers.with(tx).find(serverId, { userId: '', isGlobalAdmin: true })
-    if (server === undefined) return
-    for (const row of tracking) {
-      if (row.versionId === latest.id) continue
-      const userScoped = row.inputs.filter((input) => input.scope === 'user').map((input) => input.key)
-      let derived: Derived
-      try {
-        derived = this.derive(server, latest, { kind: row.targetKind, index: row.targetIndex }, userScoped, true)
-      } catch (error) {
-        if (error instanceof AppError) continue
-        throw error
-      }
-      await installations.with(tx).update(row.id, {
-        versionId: latest.id, transport: derived.transport, inputs: derived.inputs,
-      }, { respec: true, now: this.now() })
-      await this.reconcileValues(tx, row.id, derived.inputs)
-      await audit.record('installation.version_followed', { target: row.id, details: { team_id: row.teamId, server_id: serverId, version: latest.version } }, tx)
-    }
-  }
-
-  /** Run in the catalogue transaction deleting a server: one that a team runs is not deleted. */
-  async assertServerUnused(serverId: string, tx: Db): Promise<void> {
-    const used = await this.deps.installations.with(tx).countForServer(serverId)
-    if (used > 0) {
-      throw errors.conflict('SERVER_IN_USE', `The server is installed ${used} time${used === 1 ? '' : 's'}; those installations must be deleted first.`)
-    }
-  }
-
   // Parts
 
   private async views(rows: InstallationDetail[], userId: string): Promise<InstallationView[]> {
@@ -467,25 +414,6 @@ export class InstallationService {
     }
   }
 
-  /**
-   * The target and inputs of a version. `dropUnknownScoped`: keys kept from an earlier version
-   * that this one lacks are dropped silently (they were checked when chosen); keys the request
-   * names must exist (400).
-   */
-  private derive(server: ServerRow, version: VersionRow, target: InstallationTarget | undefined, userScoped: readonly string[], dropUnknownScoped = false): Derived {
-    const source = inputSourceOf({ serverJson: version.serverJson, packages: version.packages ?? server.packages, remotes: version.remotes ?? server.remotes })
-    const derivation = deriveInputs(source, { target, userScopedKeys: userScoped })
-    if (!derivation.ok) {
-      if (derivation.target === null) throw notInstallable(`Version ${version.version} of "${server.slug}" has neither a package nor a remote: there is nothing to run.`)
-      throw invalid('target', derivation.reason)
-    }
-    const transport = targetTransport(source, derivation.target, server.transportType)
-    if (!transport.ok) throw invalid('target', transport.reason)
-    const unknown = dropUnknownScoped ? [] : unknownInputKeys(derivation.inputs, userScoped)
-    if (unknown.length > 0) throw invalid('user_scoped', `${unknown.join(', ')} ${unknown.length === 1 ? 'is not an input' : 'are not inputs'} of this target`)
-    return { version, target: derivation.target, transport: transport.transport, inputs: derivation.inputs }
-  }
-
   /** Inserts under the first free name of `slug`, `slug-2`, `slug-3`… (the unique index decides). */
   private async insertWithFreeName(row: InstallationRow, slug: string, tx: Db): Promise<InstallationRow | null> {
     const installations = this.deps.installations.with(tx)
@@ -514,24 +442,6 @@ export class InstallationService {
         value: secret ? null : value,
         sealed: secret ? this.deps.box.seal(value, { installationId, userId, key }) : null,
       })
-    }
-  }
-
-  /**
-   * After the inputs changed: values of keys that are gone, or whose scope changed, are dropped;
-   * a value that is now a secret is sealed. A secret that is no longer one stays sealed (a value
-   * written as a secret is never shown).
-   */
-  private async reconcileValues(tx: Db, installationId: string, inputs: readonly InstallationInput[]): Promise<void> {
-    const installations = this.deps.installations.with(tx)
-    const byKey = new Map(inputs.map((input) => [input.key, input]))
-    for (const row of await installations.allValuesOf(installationId)) {
-      const input = byKey.get(row.key)
-      if (input === undefined || (input.scope === 'team') !== (row.userId === null)) {
-        await installations.deleteValue(installationId, row.userId, row.key)
-      } else if (input.secret && row.sealed === null && row.value !== null) {
-        await installations.putValue({ ...row, value: null, sealed: this.deps.box.seal(row.value, { installationId, userId: row.userId, key: row.key }) })
-      }
     }
   }
 

@@ -111,6 +111,10 @@ export function statusOf(
   if (installation.desired === 'stopped') return { status: 'stopped', reason: 'Stopped by the team (desired: stopped).' }
   if (satellite === null) return { status: 'pending', reason: unplacedReason(detail.serverVisibility, rules) }
   if (satellite.disabledAt !== null) return { status: 'pending', reason: `Its satellite ${satellite.name} is disabled; it is being placed on another one.` }
+  // Recorded by the backend when it built the satellite's document: this instance was left out.
+  if (state?.unresolved === true && state.specRevision === installation.specRevision) {
+    return { status: 'failed', reason: `It could not be resolved, so ${satellite.name} was not asked to run it: ${state.message ?? 'no reason recorded'}` }
+  }
   const reporting = satellite.status === 'active' || satellite.status === 'degraded' || satellite.status === 'error'
   if (!reporting) return { status: 'pending', reason: `Waiting for its satellite ${satellite.name}, which has not reported since it registered.` }
   if (satellite.offlineAt !== null) {
