@@ -45,6 +45,7 @@ import { RegistrationTokens } from './modules/satellites/registration-tokens.js'
 import { SatelliteService } from './modules/satellites/service.js'
 import { KeyChange } from './modules/satellites/key-change.js'
 import { KeyChangeChallenges } from './modules/satellites/key-change-challenge.js'
+import { CatalogueFollower } from './modules/installations/catalogue-follower.js'
 import { InstallationService } from './modules/installations/service.js'
 import { installationValueBox } from './modules/installations/sealed-values.js'
 import { Channel } from './modules/channel/service.js'
@@ -186,12 +187,25 @@ export async function createServices(database: Database, { config, clock, log, l
   const installations = new InstallationService({
     database, installations: installationsRepository(database), servers, versions: serverVersionsRepository(database),
     satellites: satellitesRepository(database), teams, stamps, channel: channelRepository(database), box: valueBox, audit, clock,
+    placementRules: async () => ({
+      teamServersOnGlobal: await settings.get('global.team_servers_on_global_satellites'),
+      quotaPerGlobalSatellite: await settings.get('global.team_quota_per_global_satellite'),
+    }),
   })
+  // What may run on global satellites follows the settings at once (a write by the command-line
+  // tool, which has no installations service, is caught up at each global satellite's next heartbeat).
+  settings.onWrite('global.team_servers_on_global_satellites', (value, tx) => installations.teamServersSettingWritten(value === true, tx))
+  settings.onWrite('global.team_quota_per_global_satellite', async () => () => installations.placeAllWaiting())
   const channel = new Channel({
     database, channel: channelRepository(database), satellites: satellitesRepository(database), stamps, box: valueBox,
-    specKey: deriveKey(config.encryptionSecret, 'spec-hash'), audit, clock,
+    specKey: deriveKey(config.encryptionSecret, 'spec-hash'), audit, clock, log,
   })
-  const serverService = new ServerService({ database, servers, categories, teams, search, audit, clock, beforeDelete: (serverId, tx) => installations.assertServerUnused(serverId, tx) })
+  const follower = new CatalogueFollower({ installations: installationsRepository(database), servers, versions: serverVersionsRepository(database), stamps, box: valueBox, audit, clock })
+  const serverService = new ServerService({
+    database, servers, categories, teams, search, audit, clock,
+    beforeDelete: (serverId, tx) => follower.assertServerUnused(serverId, tx),
+    afterEntryEdit: (before, after, tx) => follower.followEntryEdit(before, after, tx),
+  })
   const registrationTokenRows = registrationTokensRepository(database)
   const registrationJwt = new RegistrationJwt(deriveKey(config.encryptionSecret, 'registration-jwt'), config.publicUrl, clock)
   const registrationTokens = new RegistrationTokens({ database, tokens: registrationTokenRows, teams, audit, clock, jwt: registrationJwt })
@@ -200,7 +214,7 @@ export async function createServices(database: Database, { config, clock, log, l
     database, satellites: satellitesRepository(database), tokens: registrationTokenRows, stamps, audit, clock, jwt: registrationJwt,
     challenges: new KeyChangeChallenges(deriveKey(config.encryptionSecret, 'satellite-key-change'), config.publicUrl, clock),
   })
-  const followLatest = (serverId: string, tx: Db) => installations.followLatest(serverId, tx)
+  const followLatest = (serverId: string, tx: Db) => follower.followLatest(serverId, tx)
   const registryImporter = new CatalogueImporter({ database, servers, versions: serverVersionsRepository(database), audit, clock, afterLatestChange: followLatest })
   // The sync's own limits; OUTBOUND_ALLOWED_HOSTS may reach the operator's network, over http too.
   const upstream = new OutboundFetch({ allowedHosts: config.outboundAllowedHosts, ca: outbound?.ca, resolveHost: outbound?.resolveHost, timeoutMs: SYNC_TIMEOUT_MS, maxBytes: SYNC_MAX_BYTES })

@@ -96,7 +96,8 @@ export const ServerPackage = Type.Unsafe<
 >({
   oneOf: packageVariants,
   discriminator: { propertyName: 'registry_type' },
-  description: 'A package of the server in a package registry; `registry_type` decides the identifier rule.',
+  description: 'A package of the server in a package registry; `registry_type` decides the identifier rule. ' +
+    'What it may make a satellite run is limited further (its version, runner options and variable names): see the route\'s description.',
 })
 export type ServerPackage = Static<typeof ServerPackage>
 

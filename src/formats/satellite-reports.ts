@@ -13,6 +13,15 @@ export interface ReportedTool {
   annotations?: Record<string, unknown>
 }
 
+/**
+ * The spec hash under which the backend itself records an instance it left out of its satellite's
+ * document because it could not be resolved (phase `failed`, the reason as the message). The
+ * observed-state row is where an instance's phase for the current spec lives, so the status of the
+ * installation is derived from it like any report, with no column of its own; a real spec hash is
+ * an unpadded base64url HMAC-SHA-256 (43 characters), which this word can never be.
+ */
+export const UNRESOLVED_SPEC_HASH = 'unresolved'
+
 /** What a satellite last reported of one instance, as readers of its installation see it. */
 export interface ReportedState {
   phase: 'starting' | 'running' | 'degraded' | 'failed' | 'stopped'
@@ -20,4 +29,6 @@ export interface ReportedState {
   /** The installation's spec_revision the report was about. */
   specRevision: number
   toolsCount: number
+  /** Recorded by the backend, not reported by the satellite: the instance could not be resolved (`message` says why). */
+  unresolved: boolean
 }

@@ -5,6 +5,7 @@ import type { FastifyInstance } from 'fastify'
 import semver from 'semver'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { caseKey, normalizeTag } from '../../src/db/repositories/server-filters.js'
+import { packageProblems } from '../../src/formats/package-rules.js'
 import { seedCatalogue, type SeedCatalogueResult } from '../../src/cli/seed/catalogue.js'
 import { SEED_CATEGORIES } from '../../src/cli/seed/vocabulary.js'
 import type { Database } from '../../src/db/types.js'
@@ -109,6 +110,8 @@ describe.each(DIALECTS)('seeding the catalogue on %s', (dialect) => {
     expect(ids.size).toBe(SEEDED)
     for (const server of servers) {
       expect(validCreateBody(asCreateBody(server)), `${server.slug}: ${JSON.stringify(validCreateBody.errors)}`).toBe(true)
+      // What a satellite may run: the entry rules the API applies to the same body.
+      expect(server.packages.flatMap((item, index) => packageProblems(item, `packages[${index}]`, 'global')), server.slug).toEqual([])
       expect(server).toMatchObject({ visibility: 'global', owner_team_id: null, created_by: null })
       expect(server.name).toBe(server.name.trim())
       expect(server.slug.startsWith(slugify(server.name, 94, 'server'))).toBe(true)
@@ -205,6 +208,7 @@ describe.each(DIALECTS)('seeding the catalogue on %s', (dialect) => {
     const { t } = database
     const versions = await database.db.select().from(t.mcpServerVersions).orderBy(asc(t.mcpServerVersions.serverId))
     expect(versions.length).toBeGreaterThan(SEEDED / 2)
+    for (const version of versions) expect((version.packages ?? []).flatMap((item, index) => packageProblems(item, `packages[${index}]`, 'global')), version.version).toEqual([])
     const byServer = new Map<string, typeof versions>()
     for (const version of versions) byServer.set(version.serverId, [...(byServer.get(version.serverId) ?? []), version])
     let prereleases = 0

@@ -137,7 +137,7 @@ describe.each(DIALECTS)('catalogue global servers on %s', (dialect) => {
           registry_type: 'npm',
           identifier: '@example/full',
           version: '1.2.3',
-          runtime_args: ['--read-only'],
+          runtime_args: ['-y'],
           environment_variables: [{ name: 'API_KEY', description: 'The key', required: true, secret: true, default: 'none' }],
         }],
         remotes: [{ type: 'streamable-http', url: 'https://mcp.example.com/mcp' }, { type: 'sse', url: 'http://mcp.example.com/sse' }],
@@ -336,14 +336,14 @@ describe.each(DIALECTS)('catalogue global servers on %s', (dialect) => {
           packages: [{
             registry_type: 'pypi',
             identifier: 'mcp-server-git',
-            environment_variables: [{ name: 'GIT_DIR' }, { name: '_Token9', description: 'A token', required: true, secret: true }],
+            environment_variables: [{ name: 'REPO_DIR' }, { name: '_Token9', description: 'A token', required: true, secret: true }],
           }],
         })
         const expected = [{
           registry_type: 'pypi',
           identifier: 'mcp-server-git',
           environment_variables: [
-            { name: 'GIT_DIR', description: '', required: false, secret: false },
+            { name: 'REPO_DIR', description: '', required: false, secret: false },
             { name: '_Token9', description: 'A token', required: true, secret: true },
           ],
         }]

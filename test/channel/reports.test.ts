@@ -121,6 +121,8 @@ describe.each(DIALECTS)('satellite reports on %s', (dialect) => {
 
     const keyed = await keyPair()
     expect((await as(satellite, 'PUT', `/api/satellites/${satellite.id}/public-key`, { public_key: keyed.publicKey })).statusCode).toBe(200)
+    // The member set their value while the satellite had no key, so they approved none: they set it again for this key.
+    await call('PUT', `${installationOf(a.team.id, installation.id)}/my-values`, member, { values: { 'env:PERSONAL_TOKEN': personal } })
     const posted = await as(satellite, 'POST', url, { lines: [...lines, { at: new Date().toISOString(), stream: 'stdout', text: 'second line' }] })
     expect(posted.statusCode, posted.body).toBe(200)
     const admins = await call('GET', `${installationOf(a.team.id, installation.id)}/logs`, a.teamAdmin)

@@ -15,6 +15,8 @@ export interface InputBody {
   format?: string
   is_set: boolean
   value?: string
+  /** On the caller's own input whose value was dropped by a move. */
+  unset_reason?: string
 }
 
 export interface InstallationBody {
@@ -27,6 +29,7 @@ export interface InstallationBody {
   target: { kind: 'package' | 'remote'; index: number; transport: string }
   satellite_id: string | null
   desired: 'running' | 'stopped'
+  network: 'full' | 'none'
   inputs: InputBody[]
   missing_inputs: string[]
   instance_mode: 'shared' | 'per_user'

@@ -20,6 +20,10 @@ export interface SatelliteBody {
   system_info: { os: string; arch: string; node_version: string; memory_mb: number } | null
   system_metrics: { cpu_usage_percent: number; memory_usage_mb: number; uptime_seconds?: number } | null
   version: string | null
+  isolation: 'none' | 'process-sandbox' | 'container'
+  runtimes: string[]
+  public_key_fingerprint: string | null
+  public_key_changed_at: string | null
   last_heartbeat_at: string | null
   registered_at: string
   created_at: string

@@ -27,10 +27,8 @@ export function weatherDocument(namespace: string, version = '1.2.0'): Json {
       version,
       runtimeHint: 'npx',
       transport: { type: 'stdio' },
-      runtimeArguments: [
-        { type: 'named', name: '--node-options', value: '--max-old-space-size={heap_mb}', variables: { heap_mb: { description: 'Heap size in MiB', format: 'number', default: '512' } } },
-        { type: 'positional', value: '-y' },
-      ],
+      // Runner options are limited to harmless ones (formats/runtime-rules.ts); the package's own go after `--`.
+      runtimeArguments: [{ type: 'positional', value: '--quiet' }, { type: 'positional', value: '-y' }],
       packageArguments: [
         { type: 'positional', valueHint: 'city', description: 'The city forecasts default to', isRequired: true },
         { type: 'named', name: '--units', value: '{units}', variables: { units: { choices: ['metric', 'imperial'], default: 'metric' } } },
@@ -63,7 +61,8 @@ export function otherTypeDocuments(namespace: string): Json[] {
       packages: [{
         registryType: 'pypi', registryBaseUrl: 'https://pypi.org', identifier: 'acme-notes-mcp', version: '0.4.1', runtimeHint: 'uvx',
         transport: { type: 'stdio' },
-        runtimeArguments: [{ type: 'named', name: '--python', value: '3.12' }, { type: 'positional', valueHint: 'extra_index' }],
+        runtimeArguments: [{ type: 'named', name: '--python', value: '3.12' }],
+        packageArguments: [{ type: 'positional', valueHint: 'extra_index' }],
         environmentVariables: [{ name: 'NOTES_DB', description: 'Path of the notes database', isRequired: true, format: 'filepath' }],
       }],
     },
@@ -76,7 +75,7 @@ export function otherTypeDocuments(namespace: string): Json[] {
       packages: [{
         registryType: 'oci', registryBaseUrl: 'https://ghcr.io', identifier: 'ghcr.io/acme-labs/db-admin:2.0.1', runtimeHint: 'docker',
         transport: { type: 'streamable-http', url: 'http://localhost:{port}/mcp' },
-        runtimeArguments: [{ type: 'named', name: '-p', value: '{port}:8080', variables: { port: { default: '8080', format: 'number' } } }],
+        packageArguments: [{ type: 'named', name: '--port', value: '{port}', variables: { port: { default: '8080', format: 'number' } } }],
         environmentVariables: [{ name: 'DATABASE_URL', isRequired: true, isSecret: true }],
       }],
     },
@@ -122,7 +121,7 @@ export function seedDocument(namespace: string): Json {
       registry_name: 'npm',
       name: '@acme-labs/legacy-search',
       version: '0.9.0',
-      runtime_arguments: [{ type: 'positional', value_hint: 'profile', is_required: true }],
+      package_arguments: [{ type: 'positional', value_hint: 'profile', is_required: true }],
       environment_variables: [{ name: 'SEARCH_KEY', description: 'Index key', is_required: true, is_secret: true }],
     }],
     remotes: [{ transport_type: 'sse', url: 'https://legacy.acme-labs.example/sse', headers: [{ name: 'X-Key', is_secret: true }] }],

@@ -72,7 +72,7 @@ describe.each(DIALECTS)('server.json export on %s', (dialect) => {
         repository_url: 'https://github.com/acme-labs/postgres-tools', website_url: 'https://acme-labs.example/postgres',
         icon_url: 'https://acme-labs.example/postgres.png',
         packages: [
-          { registry_type: 'npm', identifier: '@acme-labs/postgres-tools', version: '1.4.0', runtime_args: ['--read-only'], environment_variables: [{ name: 'DATABASE_URL', description: 'Connection string', required: true, secret: true }, { name: 'PGSSLMODE', default: 'prefer' }] },
+          { registry_type: 'npm', identifier: '@acme-labs/postgres-tools', version: '1.4.0', runtime_args: ['--yes'], environment_variables: [{ name: 'DATABASE_URL', description: 'Connection string', required: true, secret: true }, { name: 'PGSSLMODE', default: 'prefer' }] },
           { registry_type: 'docker', identifier: 'ghcr.io/acme-labs/postgres-tools:1.4.0' },
         ],
         remotes: [{ type: 'streamable-http', url: 'https://mcp.acme-labs.example/postgres' }],
@@ -94,7 +94,7 @@ describe.each(DIALECTS)('server.json export on %s', (dialect) => {
         packages: [
           {
             registryType: 'npm', identifier: '@acme-labs/postgres-tools', version: '1.4.0', runtimeHint: 'npx', transport: { type: 'stdio' },
-            runtimeArguments: [{ type: 'positional', value: '--read-only' }],
+            runtimeArguments: [{ type: 'positional', value: '--yes' }],
             environmentVariables: [
               { name: 'DATABASE_URL', description: 'Connection string', isRequired: true, isSecret: true },
               { name: 'PGSSLMODE', isRequired: false, isSecret: false, default: 'prefer' },

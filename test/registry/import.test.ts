@@ -111,7 +111,7 @@ describe.each(DIALECTS)('server.json import on %s', (dialect) => {
       })
       expect(weather.packages).toEqual([{
         registry_type: 'npm', identifier: '@acme-labs/weather-mcp', version: '1.2.0',
-        runtime_args: ['--node-options', '--max-old-space-size={heap_mb}', '-y'],
+        runtime_args: ['--quiet', '-y'],
         environment_variables: [
           { name: 'ACME_API_KEY', description: 'Your Acme Labs API key', required: true, secret: true },
           { name: 'ACME_CACHE_DIR', description: 'Where forecasts are cached', required: false, secret: false, default: '/tmp/acme-weather' },
@@ -128,14 +128,14 @@ describe.each(DIALECTS)('server.json import on %s', (dialect) => {
       expect(await server(notesId!)).toMatchObject({
         name: 'notes', slug: 'notes', transport_type: 'stdio', registry_name: `${ns}/notes`,
         packages: [{
-          registry_type: 'pypi', identifier: 'acme-notes-mcp', version: '0.4.1', runtime_args: ['--python', '3.12', '{extra_index}'],
+          registry_type: 'pypi', identifier: 'acme-notes-mcp', version: '0.4.1', runtime_args: ['--python', '3.12'],
           environment_variables: [{ name: 'NOTES_DB', description: 'Path of the notes database', required: true, secret: false }],
         }],
         remotes: [], repository_url: null, website_url: null, icon_url: null,
       })
       expect(await server(dbId!)).toMatchObject({
         name: 'Database Admin', slug: 'database-admin', transport_type: 'http',
-        packages: [{ registry_type: 'oci', identifier: 'ghcr.io/acme-labs/db-admin:2.0.1', runtime_args: ['-p', '{port}:8080'] }],
+        packages: [{ registry_type: 'oci', identifier: 'ghcr.io/acme-labs/db-admin:2.0.1' }],
       })
       // Only a pre-release: it is the latest.
       expect(await server(dotnetId!)).toMatchObject({
@@ -182,7 +182,7 @@ describe.each(DIALECTS)('server.json import on %s', (dialect) => {
         name: 'legacy-search', registry_name: `${ns}/legacy-search`, transport_type: 'stdio', latest_version: '0.9.0',
         repository_url: 'https://github.com/acme-labs/legacy-search',
         packages: [{
-          registry_type: 'npm', identifier: '@acme-labs/legacy-search', version: '0.9.0', runtime_args: ['{profile}'],
+          registry_type: 'npm', identifier: '@acme-labs/legacy-search', version: '0.9.0',
           environment_variables: [{ name: 'SEARCH_KEY', description: 'Index key', required: true, secret: true }],
         }],
         remotes: [{ type: 'sse', url: 'https://legacy.acme-labs.example/sse', headers: [{ name: 'X-Key', isSecret: true }] }],
@@ -194,7 +194,7 @@ describe.each(DIALECTS)('server.json import on %s', (dialect) => {
         $schema: SCHEMA_2025_12_11, name: `${ns}/legacy-search`, version: '0.9.0',
         packages: [{
           registryType: 'npm', identifier: '@acme-labs/legacy-search', version: '0.9.0', transport: { type: 'stdio' },
-          runtimeArguments: [{ type: 'positional', valueHint: 'profile', isRequired: true }],
+          packageArguments: [{ type: 'positional', valueHint: 'profile', isRequired: true }],
           environmentVariables: [{ name: 'SEARCH_KEY', description: 'Index key', isRequired: true, isSecret: true }],
         }],
         remotes: [{ type: 'sse', url: 'https://legacy.acme-labs.example/sse', headers: [{ name: 'X-Key', isSecret: true }] }],

@@ -416,11 +416,19 @@ describe('catalogueEntryOf', () => {
       remotes: [],
       version: { version: '1.4.2', prerelease: false, status: 'active', releaseDate: null },
     })
-    expect(entry.packages).toEqual([{
+    // As published, its runner options point npx at another registry and take a word from the
+    // installer: the package is left out of the catalogue, each argument named.
+    expect(entry.packages).toEqual([])
+    expect(entry.notCatalogued.map((problem) => problem.field)).toEqual(['packages[0].runtimeArguments[2]', 'packages[0].runtimeArguments[0]'])
+    expect(entry.notCatalogued[1]!.message).toMatch(/"--registry" is not a runtime option/)
+
+    const harmless = filesystemDocument()
+    ;(harmless.packages as Json[])[0]!.runtimeArguments = [{ type: 'positional', value: '-y' }]
+    expect(entryOf(harmless).packages).toEqual([{
       registry_type: 'npm',
       identifier: '@northwind/mcp-filesystem',
       version: '1.4.2',
-      runtime_args: ['--registry', 'https://npm.northwind.example', '-y', '{workspace}'],
+      runtime_args: ['-y'],
       environment_variables: [
         { name: 'FS_LOG_LEVEL', description: 'How much to log', required: false, secret: false, default: 'info' },
         { name: 'FS_AUDIT_TOKEN', description: 'Token of the audit sink', required: true, secret: true },
@@ -432,12 +440,13 @@ describe('catalogueEntryOf', () => {
     const [, pypi, oci, nuget, mcpb, hosted] = realDocuments().map((document) => entryOf(document))
     expect(pypi!.displayName).toBe('git')
     expect(pypi!.version).toMatchObject({ version: '0.9.0-rc.1', prerelease: true })
-    expect(pypi!.packages).toEqual([{
-      registry_type: 'pypi', identifier: 'northwind-mcp-git', version: '0.9.0rc1', runtime_args: ['--python', '{python_version}'],
-      environment_variables: [{ name: 'GIT_AUTHOR_NAME', description: 'Author of commits', required: false, secret: false }],
-    }])
+    // `--python` takes a word the installer fills in, and GIT_* variables steer git: left out, both named.
+    expect(pypi!.packages).toEqual([])
+    expect(pypi!.notCatalogued.map((problem) => problem.field).sort()).toEqual(['packages[0].environmentVariables[0].name', 'packages[0].runtimeArguments[0]'])
     expect(oci!.transportType).toBe('http')
-    expect(oci!.packages[0]).toMatchObject({ registry_type: 'oci', identifier: 'docker.io/northwind/mcp-postgres:2.1.0', runtime_args: ['-p', '{port}:8080', '-e', 'DATABASE_URL={database_url}'] })
+    // docker options (`-p`, `-e`) reach the host: an image takes none.
+    expect(oci!.packages).toEqual([])
+    expect(oci!.notCatalogued.map((problem) => problem.field)).toEqual(['packages[0].runtimeArguments[0]'])
     expect(nuget!.packages).toEqual([{ registry_type: 'nuget', identifier: 'Northwind.Mcp.TimeTools', version: '1.0.0' }])
     expect(mcpb!.packages).toEqual([{ registry_type: 'mcpb', identifier: 'https://github.com/northwind/text-tools/releases/download/v1.1.0/text-tools.mcpb', version: '1.1.0' }])
     // Remotes as published: the URL template with its variables, the headers with theirs.

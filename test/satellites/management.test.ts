@@ -15,8 +15,8 @@ interface AuditEvent { id: string; type: string; actor_id: string | null; target
 const SECOND = 1_000
 const UNKNOWN_ID = 'no-such-satellite-id'
 const SATELLITE_FIELDS = [
-  'capabilities', 'created_at', 'disabled_at', 'id', 'last_heartbeat_at', 'name', 'registered_at', 'satellite_type', 'satellite_url', 'status',
-  'system_info', 'system_metrics', 'team_id', 'updated_at', 'version',
+  'capabilities', 'created_at', 'disabled_at', 'id', 'isolation', 'last_heartbeat_at', 'name', 'public_key_changed_at', 'public_key_fingerprint',
+  'registered_at', 'runtimes', 'satellite_type', 'satellite_url', 'status', 'system_info', 'system_metrics', 'team_id', 'updated_at', 'version',
 ]
 
 function expectNotFound(response: LightMyRequestResponse): void {
@@ -127,6 +127,7 @@ describe.each(DIALECTS)('satellite management on %s', (dialect) => {
         id: created[4]!.id, name: created[4]!.name, satellite_type: 'team', team_id: team.id, status: 'inactive', capabilities: [],
         satellite_url: null, system_info: SYSTEM_INFO, system_metrics: null, version: null, last_heartbeat_at: null,
         registered_at: new Date(clock.now()).toISOString(), created_at: new Date(clock.now()).toISOString(),
+        isolation: 'none', runtimes: [], public_key_fingerprint: null, public_key_changed_at: null,
       })
 
       // Unfiltered: the default page of 20, the newest satellite first, created_at never increasing.

@@ -263,17 +263,19 @@ export class ServerFactory {
     const base = compact(product.name)
     const withVersion = r.chance(0.6) ? { version } : {}
     const env = r.chance(0.55) ? { environment_variables: this.environment(product) } : {}
-    const args = r.chance(0.15) ? { runtime_args: r.pick([['--read-only'], ['--port', '8080'], ['--log-level', 'debug'], ['--transport', 'stdio']]) } : {}
+    // Runner options only from the harmless ones an entry may give (formats/runtime-rules.ts); images take none.
+    const option = r.chance(0.15) ? r.pick([0, 1, 2, 3]) : null
+    const argsOf = (type: 'npm' | 'pypi') => (option === null ? {} : { runtime_args: (type === 'npm' ? [['-y'], ['--yes'], ['--quiet'], ['-q']] : [['--quiet'], ['-q'], ['--no-progress'], ['--python', '3.12']])[option]! })
     const image = () => `${r.pick(['ghcr.io/', 'docker.io/', ''])}${org.slug}/${repoName}${r.chance(0.5) ? `:${version}` : ''}`
     let main: ServerPackage
     if (language === 'TypeScript' && runtime !== 'docker') {
       const identifier = r.pick([`@${org.slug}/${base}-mcp`, `${base}-mcp-server`, `mcp-${base}`, `@${org.slug}/mcp-${base}`, repoName])
-      main = { registry_type: 'npm', identifier, ...withVersion, ...args, ...env }
+      main = { registry_type: 'npm', identifier, ...withVersion, ...argsOf('npm'), ...env }
     } else if (language === 'Python' && runtime !== 'docker') {
       const identifier = r.pick([`mcp-server-${base}`, `${base}-mcp`, `${org.slug}-${base}-mcp`, `${base.replace(/-/g, '_')}_mcp`])
-      main = { registry_type: 'pypi', identifier, ...withVersion, ...args, ...env }
+      main = { registry_type: 'pypi', identifier, ...withVersion, ...argsOf('pypi'), ...env }
     } else {
-      main = { registry_type: r.chance(0.7) ? 'docker' : 'oci', identifier: image(), ...args, ...env }
+      main = { registry_type: r.chance(0.7) ? 'docker' : 'oci', identifier: image(), ...env }
     }
     const packages = [main]
     if (main.registry_type !== 'docker' && main.registry_type !== 'oci' && r.chance(0.2)) {
@@ -326,7 +328,8 @@ export class ServerFactory {
         status,
         changelog: r.chance(0.6) ? `${r.pick(['Adds', 'Improves', 'Fixes'])} ${r.pick(FEATURES)}.` : null,
         releaseDate: r.chance(0.9) ? at : null,
-        packages: r.chance(0.3) && packages.length > 0 ? packages.map((p) => ({ ...p, version })) : null,
+        // An image tag has no `+`: build metadata becomes `_` there (the catalogue refuses what its registry would).
+        packages: r.chance(0.3) && packages.length > 0 ? packages.map((p) => ({ ...p, version: p.registry_type === 'docker' || p.registry_type === 'oci' ? version.replace(/\+/g, '_') : version })) : null,
         remotes: null,
         isLatest: false,
         createdAt: at,

@@ -66,7 +66,7 @@ SQL Server|Databases|database sql mssql microsoft|MSSQL_CONNECTION|1
 GitHub|Developer Tools|github git code-review ci|GITHUB_TOKEN|3
 GitLab|Developer Tools|gitlab git ci devops|GITLAB_TOKEN|3
 Bitbucket|Version Control|bitbucket git atlassian|BITBUCKET_TOKEN|1
-Git|Version Control|git local version-control|GIT_REPO_PATH|2
+Git|Version Control|git local version-control|REPOSITORY_PATH|2
 Jira|Project Management|jira atlassian issues agile|JIRA_API_TOKEN|3
 Linear|Project Management|linear issues agile|LINEAR_API_KEY|3
 Asana|Project Management|asana tasks|ASANA_TOKEN|1
@@ -82,7 +82,7 @@ CircleCI|Developer Tools|circleci ci build|CIRCLECI_TOKEN|1
 GitHub Actions|Developer Tools|github ci workflows|GITHUB_TOKEN|2
 SonarQube|Developer Tools|sonarqube code-quality|SONAR_TOKEN|1
 Kubernetes|Cloud|kubernetes k8s containers devops|KUBECONFIG|3
-Docker|Cloud|docker containers devops|DOCKER_HOST|3
+Docker|Cloud|docker containers devops|CONTAINER_ENGINE_URL|3
 Helm|Cloud|helm kubernetes charts|KUBECONFIG|1
 Terraform|Cloud|terraform iac devops|TF_TOKEN|2
 Ansible|Cloud|ansible automation iac|ANSIBLE_CONFIG|1

@@ -1,5 +1,5 @@
-import { and, asc, desc, eq, inArray, isNull, lt, or, sql } from 'drizzle-orm'
-import type { ReportedTool } from '../../formats/satellite-reports.js'
+import { and, asc, desc, eq, inArray, isNull, lt, notInArray, or, sql } from 'drizzle-orm'
+import { UNRESOLVED_SPEC_HASH, type ReportedTool } from '../../formats/satellite-reports.js'
 import { rowReader } from '../row-reader.js'
 import type { Database, Db } from '../types.js'
 import type { InstallationRow, ValueRow } from './installations.js'
@@ -12,16 +12,26 @@ export type InstanceLogRow = Database['t']['mcpInstanceLogs']['$inferSelect']
 /** What a satellite's document is built from: its installations with their server and version. */
 export interface PlacedInstallation {
   installation: InstallationRow
-  server: Pick<ServerRow, 'id' | 'slug' | 'packages' | 'remotes' | 'transportType'>
+  server: Pick<ServerRow, 'id' | 'slug' | 'packages' | 'remotes' | 'transportType' | 'visibility'>
   version: Pick<VersionRow, 'id' | 'version' | 'serverJson' | 'packages' | 'remotes'>
 }
 
 /** The satellite facts a document depends on. */
 export interface SatelliteFacts {
   id: string
+  satelliteType: 'global' | 'team'
   publicKey: string | null
   desiredStamp: number
   disabledAt: Date | null
+}
+
+/** An instance a document build left out, as recorded for its team. */
+export interface UnresolvedRecord {
+  instanceId: string
+  installationId: string
+  userId: string | null
+  specRevision: number
+  reason: string
 }
 
 /** How many log lines are kept per instance; older ones are deleted as new ones come. */
@@ -59,7 +69,10 @@ export function channelRepository(database: Database, executor: Db = database.db
       return db
         .select({
           installation: i,
-          server: { id: t.mcpServers.id, slug: t.mcpServers.slug, packages: t.mcpServers.packages, remotes: t.mcpServers.remotes, transportType: t.mcpServers.transportType },
+          server: {
+            id: t.mcpServers.id, slug: t.mcpServers.slug, packages: t.mcpServers.packages, remotes: t.mcpServers.remotes,
+            transportType: t.mcpServers.transportType, visibility: t.mcpServers.visibility,
+          },
           version: { id: t.mcpServerVersions.id, version: t.mcpServerVersions.version, serverJson: t.mcpServerVersions.serverJson, packages: t.mcpServerVersions.packages, remotes: t.mcpServerVersions.remotes },
         })
         .from(i)
@@ -86,6 +99,35 @@ export function channelRepository(database: Database, executor: Db = database.db
         .orderBy(asc(t.teamMembers.userId))
       for (const row of rows) members.set(row.teamId, [...(members.get(row.teamId) ?? []), row.userId])
       return members
+    },
+
+    /**
+     * Records what a build of the satellite's document found (see UNRESOLVED_SPEC_HASH): each
+     * unresolved instance reads `failed` with its reason for the installation's current
+     * spec_revision; the record of an instance of `placed` that is not unresolved any more is
+     * dropped (its satellite reports it again once it runs). Written only while the satellite's
+     * stamp is still `stamp`: a build a later change overtook no longer says what runs, and the
+     * build after that change records in its place.
+     */
+    async recordUnresolved(satelliteId: string, stamp: number, placed: readonly string[], unresolved: readonly UnresolvedRecord[], at: Date): Promise<void> {
+      if (placed.length === 0) return
+      const stillUnresolved = unresolved.map((row) => row.instanceId)
+      await database.transaction(async (tx) => {
+        const [current] = await tx.select({ stamp: s.desiredStamp }).from(s).where(eq(s.id, satelliteId))
+        if (current?.stamp !== stamp) return
+        await tx.delete(states).where(and(
+          inArray(states.installationId, [...placed]),
+          eq(states.specHash, UNRESOLVED_SPEC_HASH),
+          ...(stillUnresolved.length === 0 ? [] : [notInArray(states.instanceId, stillUnresolved)]),
+        ))
+        for (const row of unresolved) {
+          const record = {
+            installationId: row.installationId, userId: row.userId, satelliteId, specRevision: row.specRevision, specHash: UNRESOLVED_SPEC_HASH,
+            phase: 'failed' as const, message: row.reason, startedAt: null, reportedAt: at,
+          }
+          await tx.insert(states).values({ instanceId: row.instanceId, ...record, tools: [] }).onConflictDoUpdate({ target: states.instanceId, set: record })
+        }
+      })
     },
 
     /** Records a reported phase (the tools reported earlier stay). */

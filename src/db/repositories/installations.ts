@@ -1,21 +1,26 @@
-import { and, asc, count, eq, getTableColumns, gte, inArray, isNotNull, isNull, or, sql, type SQL } from 'drizzle-orm'
+import { and, asc, count, eq, getTableColumns, gte, inArray, isNotNull, isNull, ne, or, sql, type SQL } from 'drizzle-orm'
 import { LRUCache } from 'lru-cache'
 import type { InstallationInput } from '../../formats/installation-inputs.js'
 import { violatedUniqueIndex } from '../errors.js'
 import type { Database, Db } from '../types.js'
-import type { ReportedState } from '../../formats/satellite-reports.js'
+import { UNRESOLVED_SPEC_HASH, type ReportedState } from '../../formats/satellite-reports.js'
 
 export type InstallationRow = Database['t']['mcpInstallations']['$inferSelect']
 export type InstallationPatch = Partial<Pick<InstallationRow,
-  'name' | 'versionId' | 'trackLatest' | 'targetKind' | 'targetIndex' | 'transport' | 'inputs' | 'satelliteId' | 'desired' | 'restartGeneration'>>
+  'name' | 'versionId' | 'trackLatest' | 'targetKind' | 'targetIndex' | 'transport' | 'inputs' | 'satelliteId' | 'desired' | 'network' | 'restartGeneration'>>
 export type ValueRow = Database['t']['mcpInstallationValues']['$inferSelect']
 
 /** What a reader of an installation sees with it: its server, its version string and its satellite. */
 export interface InstallationDetail {
   installation: InstallationRow
   server: { id: string; slug: string; name: string }
+  /** `team`: a server the team defined itself (it runs on a global satellite only where the rules allow). */
+  serverVisibility: 'global' | 'team'
   version: string
-  satellite: { name: string; url: string | null; status: string; lastHeartbeatAt: Date | null; disabledAt: Date | null; offlineAt: Date | null } | null
+  satellite: {
+    name: string; url: string | null; status: string; lastHeartbeatAt: Date | null; disabledAt: Date | null; offlineAt: Date | null
+    type: 'global' | 'team'; publicKey: string | null
+  } | null
   team: { slug: string }
   /** What the satellite last reported of the instance the reader sees (the shared one, or their own); absent before any report. */
   state?: ReportedState
@@ -28,6 +33,10 @@ export interface SetValue {
   key: string
   /** The plain value of a non-secret input; null for a secret one. */
   value: string | null
+  /** False for a member's value dropped when the installation moved (the row remains so that the member is told). */
+  held: boolean
+  /** A member's own value: the fingerprint of the satellite key it was set for. */
+  approvedKey: string | null
 }
 
 /** One page of a list: its installations, the values the caller sees of them, and how many the whole list holds. */
@@ -40,10 +49,30 @@ export interface InstallationPage {
 /** Which list a page is of: a team's, or the installations of every team of a member (or of one of them). */
 export type ListScope = { team: string } | { member: string; team?: string }
 
+/** A satellite an installation may be placed on, with its load. */
 export interface SatelliteLoad {
   id: string
+  name: string
   teamId: string | null
+  satelliteType: 'global' | 'team'
+  isolation: 'none' | 'process-sandbox' | 'container'
+  /** Installations placed on it (the one being placed again left out). */
   installations: number
+  /** Of those, the team's. */
+  ofTeam: number
+}
+
+/** An unplaced installation, with what placement needs to know of its server. */
+export interface Unplaced {
+  id: string
+  teamId: string
+}
+
+/** What a global satellite takes of the waiting installations: the team servers' only when allowed there, and nothing of a team at its quota. */
+export interface GlobalIntake {
+  satelliteId: string
+  teamServers: boolean
+  quota: number
 }
 
 export type InstallationsRepository = ReturnType<typeof installationsRepository>
@@ -78,8 +107,11 @@ export function installationsRepository(database: Database, executor: Db = datab
   const detailColumns = {
     installation: i,
     server: { id: t.mcpServers.id, slug: t.mcpServers.slug, name: t.mcpServers.name },
+    serverVisibility: t.mcpServers.visibility,
     version: t.mcpServerVersions.version,
     satelliteId: t.satellites.id,
+    satelliteType: t.satellites.satelliteType,
+    satellitePublicKey: t.satellites.publicKey,
     satelliteName: t.satellites.name,
     satelliteUrl: t.satellites.satelliteUrl,
     satelliteStatus: t.satellites.status,
@@ -100,10 +132,12 @@ export function installationsRepository(database: Database, executor: Db = datab
   const toDetail = (row: DetailRow): InstallationDetail => ({
     installation: row.installation,
     server: row.server,
+    serverVisibility: row.serverVisibility,
     version: row.version,
     team: { slug: row.teamSlug },
     satellite: row.satelliteId === null ? null : {
       name: row.satelliteName!, url: row.satelliteUrl, status: row.satelliteStatus!, lastHeartbeatAt: row.lastHeartbeatAt, disabledAt: row.disabledAt, offlineAt: row.offlineAt,
+      type: row.satelliteType!, publicKey: row.satellitePublicKey,
     },
   })
   const byName = [asc(i.name), asc(i.id)]
@@ -120,26 +154,30 @@ export function installationsRepository(database: Database, executor: Db = datab
     if (kind === 'memberTeam') return and(eq(i.teamId, placeholder('team')), ofMember)!
     return eq(i.teamId, placeholder('team'))
   }
-  /** `[key, value]` of each value of the row's installation that `whose` keeps (`value` null for a secret). */
+  /**
+   * `[key, value, held, approved key]` of each value of the row's installation that `whose` keeps
+   * (`value` null for a secret; `held` false for a member's value dropped by a move).
+   */
+  const held = sql`(${values.value} is not null or ${values.sealed} is not null)`
   const valuePairs = (whose: SQL) => (dialect === 'postgresql'
-    ? sql`(select coalesce(json_agg(json_build_array(${values.key}, ${values.value})), '[]'::json) from ${values} where ${values.installationId} = ${i.id} and ${whose})`
-    : sql`(select json_group_array(json_array(${values.key}, ${values.value})) from ${values} where ${values.installationId} = ${i.id} and ${whose})`
-  ).mapWith((pairs: unknown) => (typeof pairs === 'string' ? JSON.parse(pairs) : pairs) as Array<[string, string | null]>)
+    ? sql`(select coalesce(json_agg(json_build_array(${values.key}, ${values.value}, ${held}, ${values.approvedKey})), '[]'::json) from ${values} where ${values.installationId} = ${i.id} and ${whose})`
+    : sql`(select json_group_array(json_array(${values.key}, ${values.value}, ${held}, ${values.approvedKey})) from ${values} where ${values.installationId} = ${i.id} and ${whose})`
+  ).mapWith((pairs: unknown) => (typeof pairs === 'string' ? JSON.parse(pairs) : pairs) as Array<[string, string | null, boolean | number, string | null]>)
   /**
    * The reported state the viewer sees: their own instance's (a per-user installation), else the
-   * shared one's, as `[phase, message, spec_revision, tools count]`.
+   * shared one's, as `[phase, message, spec_revision, tools count, spec_hash]`.
    */
   const statePair = (viewer: SQL | string) => {
     const st = t.mcpInstanceStates
     const tools = dialect === 'postgresql' ? sql`jsonb_array_length(${st.tools})` : sql`json_array_length(${st.tools})`
     const pair = dialect === 'postgresql'
-      ? sql`json_build_array(${st.phase}, ${st.message}, ${st.specRevision}, ${tools})`
-      : sql`json_array(${st.phase}, ${st.message}, ${st.specRevision}, ${tools})`
+      ? sql`json_build_array(${st.phase}, ${st.message}, ${st.specRevision}, ${tools}, ${st.specHash})`
+      : sql`json_array(${st.phase}, ${st.message}, ${st.specRevision}, ${tools}, ${st.specHash})`
     return sql`(select ${pair} from ${st} where ${st.installationId} = ${i.id} and (${st.userId} is null or ${st.userId} = ${viewer}) order by (${st.userId} is null) limit 1)`
       .mapWith((found: unknown): ReportedState | undefined => {
         if (found === null || found === undefined) return undefined
-        const [phase, message, specRevision, toolsCount] = (typeof found === 'string' ? JSON.parse(found) : found) as [ReportedState['phase'], string | null, number, number]
-        return { phase, message, specRevision: Number(specRevision), toolsCount: Number(toolsCount) }
+        const [phase, message, specRevision, toolsCount, specHash] = (typeof found === 'string' ? JSON.parse(found) : found) as [ReportedState['phase'], string | null, number, number, string]
+        return { phase, message, specRevision: Number(specRevision), toolsCount: Number(toolsCount), unresolved: specHash === UNRESOLVED_SPEC_HASH }
       })
   }
   /** The stored text of `inputs` (PostgreSQL's jsonb would come parsed already). */
@@ -220,8 +258,8 @@ export function installationsRepository(database: Database, executor: Db = datab
       const found = await statement.execute(params)
       const rows = found.map((row): InstallationDetail => ({ ...toDetail(row), ...(row.state == null ? {} : { state: row.state }) }))
       const values = found.flatMap((row) => [
-        ...row.teamValues.map(([key, value]): SetValue => ({ installationId: row.installation.id, userId: null, key, value })),
-        ...row.ownValues.map(([key, value]): SetValue => ({ installationId: row.installation.id, userId: viewer, key, value })),
+        ...row.teamValues.map(([key, value, kept, approvedKey]): SetValue => ({ installationId: row.installation.id, userId: null, key, value, held: Boolean(kept), approvedKey })),
+        ...row.ownValues.map(([key, value, kept, approvedKey]): SetValue => ({ installationId: row.installation.id, userId: viewer, key, value, held: Boolean(kept), approvedKey })),
       ])
       // An empty page (past the end, or an empty list) has no row to carry the total.
       const total = found[0]?.total ?? (await (totalStatements[kind] ??= prepareTotal(kind)).execute(params))[0]?.n ?? 0
@@ -261,10 +299,14 @@ export function installationsRepository(database: Database, executor: Db = datab
     async valuesOf(installationIds: readonly string[], userId: string | null): Promise<SetValue[]> {
       if (installationIds.length === 0) return []
       const whose = userId === null ? isNull(values.userId) : or(isNull(values.userId), eq(values.userId, userId))
-      return db
-        .select({ installationId: values.installationId, userId: values.userId, key: values.key, value: values.value })
+      const rows = await db
+        .select({
+          installationId: values.installationId, userId: values.userId, key: values.key, value: values.value, approvedKey: values.approvedKey,
+          held: sql<number>`case when ${held} then 1 else 0 end`.mapWith(Number),
+        })
         .from(values)
         .where(and(inArray(values.installationId, [...installationIds]), whose))
+      return rows.map((row) => ({ ...row, held: row.held === 1 }))
     },
 
     /** Every value row of one installation, sealed text included (to re-store them when inputs change). */
@@ -274,12 +316,21 @@ export function installationsRepository(database: Database, executor: Db = datab
 
     /** Sets one value (the team's when `userId` is null), replacing the one there. */
     async putValue(row: ValueRow): Promise<void> {
-      const update = { value: row.value, sealed: row.sealed, updatedAt: row.updatedAt }
+      const update = { value: row.value, sealed: row.sealed, approvedKey: row.approvedKey, updatedAt: row.updatedAt }
       if (row.userId === null) {
         await db.insert(values).values(row).onConflictDoUpdate({ target: [values.installationId, values.key], targetWhere: isNull(values.userId), set: update })
       } else {
         await db.insert(values).values(row).onConflictDoUpdate({ target: [values.installationId, values.userId, values.key], targetWhere: isNotNull(values.userId), set: update })
       }
+    },
+
+    /**
+     * Drops a member's own value but keeps its row, empty, so that the member's views can say why
+     * it is missing; setting it again fills the row, unsetting it deletes it.
+     */
+    async dropValue(installationId: string, userId: string, key: string, now: Date): Promise<void> {
+      await db.update(values).set({ value: null, sealed: null, updatedAt: now })
+        .where(and(eq(values.installationId, installationId), eq(values.userId, userId), eq(values.key, key)))
     },
 
     async deleteValue(installationId: string, userId: string | null, key: string): Promise<void> {
@@ -319,6 +370,11 @@ export function installationsRepository(database: Database, executor: Db = datab
       return row?.n ?? 0
     },
 
+    /** Every installation of a server (to follow an edit of the server's own entry). */
+    async ofServer(serverId: string): Promise<InstallationRow[]> {
+      return db.select().from(i).where(eq(i.serverId, serverId)).orderBy(asc(i.id))
+    },
+
     /** The installations that follow a server's latest version. */
     async trackingLatest(serverId: string): Promise<InstallationRow[]> {
       return db.select().from(i).where(and(eq(i.serverId, serverId), eq(i.trackLatest, true)))
@@ -327,14 +383,19 @@ export function installationsRepository(database: Database, executor: Db = datab
     /**
      * The satellites an installation of `teamId` may be placed on automatically — the team's own
      * and the global ones that are enabled and sent a heartbeat with a working status since
-     * `onlineSince` — with how many installations each runs.
+     * `onlineSince` — with how many installations each runs and how many of them are the team's
+     * (`leaving` out: the installation being placed again).
      */
-    async onlineSatellites(teamId: string, onlineSince: Date): Promise<SatelliteLoad[]> {
+    async onlineSatellites(teamId: string, onlineSince: Date, leaving = ''): Promise<SatelliteLoad[]> {
       const s = t.satellites
       return db
-        .select({ id: s.id, teamId: s.teamId, installations: count(i.id) })
+        .select({
+          id: s.id, name: s.name, teamId: s.teamId, satelliteType: s.satelliteType, isolation: s.isolation,
+          installations: count(i.id),
+          ofTeam: sql<number>`coalesce(sum(case when ${i.teamId} = ${teamId} then 1 else 0 end), 0)`.mapWith(Number),
+        })
         .from(s)
-        .leftJoin(i, eq(i.satelliteId, s.id))
+        .leftJoin(i, and(eq(i.satelliteId, s.id), ne(i.id, leaving)))
         .where(and(
           or(eq(s.teamId, teamId), eq(s.satelliteType, 'global')),
           isNull(s.disabledAt),
@@ -342,13 +403,81 @@ export function installationsRepository(database: Database, executor: Db = datab
           inArray(s.status, ['active', 'degraded']),
           gte(s.lastHeartbeatAt, onlineSince),
         ))
-        .groupBy(s.id, s.teamId)
+        .groupBy(s.id, s.name, s.teamId, s.satelliteType, s.isolation)
     },
 
-    /** Unplaced installations, oldest first: of one team, or of every team (a global satellite came online). */
-    async unplaced(teamId: string | null, limit: number): Promise<InstallationRow[]> {
-      const where: SQL = teamId === null ? isNull(i.satelliteId) : and(isNull(i.satelliteId), eq(i.teamId, teamId))!
-      return db.select().from(i).where(where).orderBy(asc(i.createdAt), asc(i.id)).limit(limit)
+    /** Every online satellite (as above, of any team), to hand each the installations waiting for it. */
+    async allOnline(onlineSince: Date): Promise<Array<{ id: string; teamId: string | null; satelliteType: 'global' | 'team'; isolation: SatelliteLoad['isolation'] }>> {
+      const s = t.satellites
+      return db
+        .select({ id: s.id, teamId: s.teamId, satelliteType: s.satelliteType, isolation: s.isolation })
+        .from(s)
+        .where(and(isNull(s.disabledAt), inArray(s.status, ['active', 'degraded']), gte(s.lastHeartbeatAt, onlineSince)))
+        .orderBy(asc(s.id))
+    },
+
+    /** How many installations of the team are placed on the satellite (`leaving` out: the one being moved). */
+    async teamCountOn(satelliteId: string, teamId: string, leaving = ''): Promise<number> {
+      const [row] = await db.select({ n: count() }).from(i).where(and(eq(i.satelliteId, satelliteId), eq(i.teamId, teamId), ne(i.id, leaving)))
+      return row?.n ?? 0
+    },
+
+    /**
+     * Unplaced installations a satellite may take, oldest first: a team satellite its team's; a
+     * global one those of global servers (and of team servers when `teamServers`), of teams below
+     * the quota on it. Installations that could not go there are not listed, so that they never
+     * crowd out those that could.
+     */
+    async unplaced(intake: { teamId: string } | GlobalIntake, limit: number): Promise<Unplaced[]> {
+      const columns = { id: i.id, teamId: i.teamId }
+      if ('teamId' in intake) {
+        return db.select(columns).from(i).where(and(isNull(i.satelliteId), eq(i.teamId, intake.teamId))).orderBy(asc(i.createdAt), asc(i.id)).limit(limit)
+      }
+      if (intake.quota <= 0) return []
+      const full = sql`${i.teamId} not in (select team_id from ${i} where satellite_id = ${intake.satelliteId} group by team_id having count(*) >= ${intake.quota})`
+      return db
+        .select(columns)
+        .from(i)
+        .innerJoin(t.mcpServers, eq(t.mcpServers.id, i.serverId))
+        .where(and(isNull(i.satelliteId), intake.teamServers ? undefined : eq(t.mcpServers.visibility, 'global'), full))
+        .orderBy(asc(i.createdAt), asc(i.id))
+        .limit(limit)
+    },
+
+    /** An unplaced installation with its server's visibility (read again once its team is locked). */
+    async unplacedOne(id: string): Promise<{ installation: InstallationRow; visibility: 'global' | 'team' } | undefined> {
+      const [row] = await db
+        .select({ installation: i, visibility: t.mcpServers.visibility })
+        .from(i)
+        .innerJoin(t.mcpServers, eq(t.mcpServers.id, i.serverId))
+        .where(and(eq(i.id, id), isNull(i.satelliteId)))
+      return row
+    },
+
+    /**
+     * Unplaces the installations of team-defined servers on global satellites (one, or all of
+     * them): they may no longer run there. Answers what was released, and from where.
+     */
+    async releaseTeamServers(from: { satelliteId: string } | 'every global satellite', now: Date): Promise<Array<{ id: string; teamId: string; satelliteId: string }>> {
+      const s = t.satellites
+      const globals = db.select({ id: s.id }).from(s).where(from === 'every global satellite' ? eq(s.satelliteType, 'global') : and(eq(s.satelliteType, 'global'), eq(s.id, from.satelliteId)))
+      const teamServers = db.select({ id: t.mcpServers.id }).from(t.mcpServers).where(eq(t.mcpServers.visibility, 'team'))
+      const placed = await db
+        .select({ satelliteId: i.satelliteId })
+        .from(i)
+        .where(and(inArray(i.satelliteId, globals), inArray(i.serverId, teamServers)))
+        .groupBy(i.satelliteId)
+      const released: Array<{ id: string; teamId: string; satelliteId: string }> = []
+      // One satellite at a time, so that each row released is known to come from that satellite.
+      for (const { satelliteId } of placed) {
+        const rows = await db
+          .update(i)
+          .set({ satelliteId: null, updatedAt: now, specRevision: sql`${i.specRevision} + 1` })
+          .where(and(eq(i.satelliteId, satelliteId!), inArray(i.serverId, teamServers)))
+          .returning({ id: i.id, teamId: i.teamId })
+        released.push(...rows.map((row) => ({ ...row, satelliteId: satelliteId! })))
+      }
+      return released
     },
 
     /** Places an installation that is still unplaced; false when someone placed it meanwhile. */
@@ -362,13 +491,12 @@ export function installationsRepository(database: Database, executor: Db = datab
     },
 
     /** Unplaces every installation of a satellite (disabled): they are placed again elsewhere. */
-    async unplaceFrom(satelliteId: string, now: Date): Promise<number> {
-      const rows = await db
+    async unplaceFrom(satelliteId: string, now: Date): Promise<Unplaced[]> {
+      return db
         .update(i)
         .set({ satelliteId: null, updatedAt: now, specRevision: sql`${i.specRevision} + 1` })
         .where(eq(i.satelliteId, satelliteId))
-        .returning({ id: i.id })
-      return rows.length
+        .returning({ id: i.id, teamId: i.teamId })
     },
   }
 }

@@ -11,6 +11,7 @@ export type SatelliteStatus = SatelliteRow['status'] | 'offline' | 'disabled'
 /** The statuses a heartbeat sets; they turn into `offline` when heartbeats stop. */
 export const REPORTED_STATUSES = ['active', 'degraded', 'error'] as const
 export type ReportedStatus = (typeof REPORTED_STATUSES)[number]
+export type SatelliteIsolation = SatelliteRow['isolation']
 
 export interface SatelliteFilter {
   status?: SatelliteStatus
@@ -80,7 +81,7 @@ export function satellitesRepository(database: Database, executor: Db = database
     },
 
     /** A re-registration: a new key (the old one dies), new details, back to `inactive`. Null if it is gone or disabled. */
-    async reRegister(id: string, patch: Pick<SatelliteRow, 'keyDigest' | 'capabilities' | 'satelliteUrl' | 'publicKey' | 'systemInfo' | 'registeredAt' | 'updatedAt'> & Partial<Pick<SatelliteRow, 'publicKeyChangedAt'>>): Promise<SatelliteRow | null> {
+    async reRegister(id: string, patch: Pick<SatelliteRow, 'keyDigest' | 'capabilities' | 'satelliteUrl' | 'publicKey' | 'systemInfo' | 'isolation' | 'runtimes' | 'registeredAt' | 'updatedAt'> & Partial<Pick<SatelliteRow, 'publicKeyChangedAt'>>): Promise<SatelliteRow | null> {
       const [row] = await db
         .update(satellites)
         .set({ ...patch, status: 'inactive' })
@@ -90,7 +91,10 @@ export function satellitesRepository(database: Database, executor: Db = database
     },
 
     /** Records a heartbeat, unless the satellite was disabled (or deleted) meanwhile. */
-    async heartbeat(id: string, report: { status: ReportedStatus; metrics: SatelliteMetrics; version: string | null | undefined; now: Date }): Promise<SatelliteRow | null> {
+    async heartbeat(id: string, report: {
+      status: ReportedStatus; metrics: SatelliteMetrics; version: string | null | undefined
+      isolation?: SatelliteIsolation | undefined; runtimes?: string[] | undefined; now: Date
+    }): Promise<SatelliteRow | null> {
       const [row] = await db
         .update(satellites)
         .set({
@@ -98,6 +102,8 @@ export function satellitesRepository(database: Database, executor: Db = database
           // Back from a clean stop.
           offlineAt: null,
           ...(report.version === undefined ? {} : { version: report.version }),
+          ...(report.isolation === undefined ? {} : { isolation: report.isolation }),
+          ...(report.runtimes === undefined ? {} : { runtimes: report.runtimes }),
         })
         .where(and(eq(satellites.id, id), enabled))
         .returning()

@@ -18,6 +18,7 @@ export type AuditEventType =
   | 'satellite.enabled' | 'satellite.deleted' | 'satellite.public_key_changed'
   | 'installation.created' | 'installation.updated' | 'installation.values_set' | 'installation.my_values_set'
   | 'installation.restarted' | 'installation.deleted' | 'installation.placed' | 'installation.version_followed'
+  | 'installation.released' | 'installation.own_values_dropped' | 'installation.entry_followed'
   | 'plugin.loaded' | 'plugin.item_deleted_by_moderator'
   | 'team.created' | 'team.deleted' | 'team.member_added' | 'team.member_removed' | 'team.member_left'
   | 'team.member_role_changed' | 'team.owner_transferred'

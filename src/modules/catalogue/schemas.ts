@@ -88,7 +88,7 @@ const serverExample = {
     registry_type: 'npm',
     identifier: '@example/postgres-mcp',
     version: '1.4.0',
-    runtime_args: ['--read-only'],
+    runtime_args: ['-y'],
     environment_variables: [{ name: 'DATABASE_URL', description: 'Connection string', required: true, secret: true }],
   }],
   remotes: [],

@@ -37,12 +37,28 @@ const answers = new SerializedAnswers<Page<ServerRow>>()
 const sendPage = (reply: FastifyReply, page: Page<ServerRow>, limit: number, offset: number): FastifyReply =>
   answers.send(reply, page, () => ({ success: true, data: { servers: page.rows.map(serverView), pagination: paginate(page.total, limit, offset) } }))
 
+/** What a catalogue entry may make a satellite do; the same words on every route that stores packages. */
+export const ENTRY_RULES_TEXT = [
+  'A package names a package and nothing more (400 VALIDATION_ERROR naming each member, e.g. `packages[0].version`, and nothing written):',
+  '`version` is a version of its registry type (npm: a semver version or range, never `file:`, `link:`, a URL, a git spec, an `npm:` alias or a dist-tag such as `latest`;',
+  'pypi: a PEP 440 version or specifier; docker/oci: a tag or a sha256 digest); `runtime_args` are refused on a team\'s server and limited on a global one',
+  '(npm `-y`, `--yes`, `--quiet`, `-q`; pypi `--quiet`, `-q`, `--no-progress`, `--python 3.x`; docker/oci none); environment variable names that change how a',
+  'runtime loads code (`NODE_OPTIONS`, `NODE_PATH`, `LD_*`, `DYLD_*`, `PATH`, `HOME`, `npm_config_*`, `PYTHON*`, `UV_*`, `PIP_*`, `DOCKER_*`, …, in any case) are refused.',
+].join(' ')
+
 const CREATE_TEXT = [
   'Without `slug`, one is derived from the name and made unique (`name`, `name-2`, …); an explicit slug that is taken → 409 SLUG_TAKEN.',
   'Slugs are unique across global and team servers.',
   'URLs must be http or https. Packages follow their registry type (npm, pypi, docker, oci, nuget, mcpb); tags are normalized, at most 20.',
+  ENTRY_RULES_TEXT,
 ].join(' ')
-const UPDATE_TEXT = 'Only the fields sent change; `null` clears an optional field. The slug may change to a free one only (409 SLUG_TAKEN); renaming keeps the slug.'
+const UPDATE_TEXT = [
+  'Only the fields sent change; `null` clears an optional field. The slug may change to a free one only (409 SLUG_TAKEN); renaming keeps the slug.',
+  ENTRY_RULES_TEXT,
+  'The server\'s `packages`, `remotes` and `transport_type` are what its versions without packages or remotes of their own run: an edit that removes or breaks',
+  'a target some installation runs → 409 SERVER_IN_USE (saying how many), nothing written; any other edit of an installed target is followed by those installations',
+  'in the same transaction (inputs derived again, `spec_revision` and their satellites\' desired-state documents move).',
+].join(' ')
 const TEAM_TEXT = [
   "A team server has the fields and rules of a global one, but only the team's members (and global admins) see it in every catalogue read.",
   "For the team's team_admins and global admins; a non-member gets 404, a team_user 403.",

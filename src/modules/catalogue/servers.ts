@@ -12,6 +12,7 @@ import type { Clock } from '../../lib/clock.js'
 import type { AuditLog } from '../audit/service.js'
 import type { CatalogueActor } from './actor.js'
 import { normalizePackages } from '../../formats/catalogue-entries.js'
+import { assertEntryRules } from './entry-rules.js'
 import { ListCache } from './list-cache.js'
 import type { CreateServerBody, UpdateServerBody } from './schemas.js'
 import { searchTerms } from './search-terms.js'
@@ -54,6 +55,11 @@ export class ServerService {
     clock: Clock
     /** Run in the deleting transaction before the server goes; throws to refuse (a server some team runs). */
     beforeDelete?: (serverId: string, tx: Db) => Promise<void>
+    /**
+     * Run in the updating transaction when the edit names packages, remotes or the transport (what
+     * a version without its own runs); throws to refuse (an installed target removed).
+     */
+    afterEntryEdit?: (before: ServerRow, after: ServerRow, tx: Db) => Promise<void>
   }) {}
 
   private readonly listCache = new ListCache()
@@ -87,6 +93,7 @@ export class ServerService {
    */
   async create(owner: ServerOwner, input: CreateServerInput, actor: CatalogueActor): Promise<ServerRow> {
     const { servers, audit } = this.deps
+    assertEntryRules(input.packages, owner.visibility)
     const now = this.now()
     const name = input.name.trim()
     const fields = {
@@ -116,11 +123,13 @@ export class ServerService {
     const { servers, audit } = this.deps
     const server = await this.owned(owner, idOrSlug, actor)
     if (input.slug !== undefined && unusableSlug(input.slug)) throw reservedSlug(input.slug)
+    assertEntryRules(input.packages, server.visibility)
     return this.writeTransaction(server.ownerTeamId, async (tx) => {
       await this.checkCategory(input.category_id, tx)
       const updated = await servers.with(tx).update(server.id, { ...serverPatch(input), updatedAt: this.now() })
       if (updated === 'slug_taken') throw slugTaken(input.slug!)
       if (updated === null) throw errors.notFound('Server')
+      if (input.packages !== undefined || input.remotes !== undefined || input.transport_type !== undefined) await this.deps.afterEntryEdit?.(server, updated, tx)
       await audit.record('catalogue.server_updated', { actorId: actor.userId, ip: actor.ip, target: server.id, details: { fields: Object.keys(input), ...teamOf(server) } }, tx)
       return updated
     })

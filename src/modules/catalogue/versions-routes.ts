@@ -3,6 +3,7 @@ import { policy } from '../../auth/policies.js'
 import { paginate } from '../../http/envelope.js'
 import { catalogueActor } from './actor.js'
 import { CreateVersionBody, ServerParams, TeamServerParams, TeamVersionParams, UpdateVersionBody, VersionEnvelope, VersionListQuery, VersionPage, VersionParams } from './schemas.js'
+import { ENTRY_RULES_TEXT } from './servers-routes.js'
 import { teamOwner } from './servers.js'
 import { versionView } from './views.js'
 
@@ -15,6 +16,7 @@ const TEAM_TEXT = "For the team's team_admins and global admins (a non-member ge
 const CREATE_TEXT = [
   '`version` is a semantic version 2.0 (400 otherwise), unique per server: 409 VERSION_EXISTS, also for one differing only in build metadata.',
   'The highest active release (or, with none, the highest active pre-release) becomes `is_latest` and the server\'s `latest_version`.',
+  `\`packages\` follow the entry rules of the server's visibility, whichever route adds the version. ${ENTRY_RULES_TEXT}`,
 ].join(' ')
 const UPDATE_TEXT = [
   'Transitions: active ⇄ deprecated, anything → yanked. A yanked version is final: any change → 409 VERSION_YANKED; its version string stays taken.',

@@ -10,6 +10,7 @@ import type { AuditLog } from '../audit/service.js'
 import type { CatalogueActor } from './actor.js'
 import { normalizePackages } from '../../formats/catalogue-entries.js'
 import type { CreateVersionBody, UpdateVersionBody } from './schemas.js'
+import { assertEntryRules } from './entry-rules.js'
 import { parseVersion } from './semver-key.js'
 import { teamOf, type ServerOwner, type ServerService } from './servers.js'
 
@@ -46,6 +47,7 @@ export class VersionService {
     const parsed = parseVersion(input.version)
     if (parsed === null) throw field('version', 'must be a semantic version (semver 2.0) such as 1.4.0 or 2.0.0-rc.1, without a leading v')
     const server = await this.server(serverKey, actor, owner)
+    assertEntryRules(input.packages, server.visibility)
     const now = this.now()
     return this.change(server, async (tx) => {
       const created = await this.deps.versions.with(tx).insert({

@@ -1,8 +1,7 @@
 import type { ChangeFeed } from '../../db/changes.js'
-import type { ChannelRepository } from '../../db/repositories/channel.js'
 import { families } from '../../db/topics.js'
-import type { ValueBox } from '../installations/sealed-values.js'
-import { buildDocument, type BuiltDocument } from './documents.js'
+import type { Clock } from '../../lib/clock.js'
+import { buildDocument, type BuildDeps, type BuiltDocument } from './documents.js'
 
 /** The longest a satellite's request is held while its document does not change. */
 export const MAX_WAIT_SECONDS = 30
@@ -55,7 +54,7 @@ export class DesiredStates {
   private closing = false
   private readonly unsubscribe: Array<() => void>
 
-  constructor(private readonly deps: { feed: ChangeFeed; channel: ChannelRepository; box: ValueBox; specKey: Buffer }) {
+  constructor(private readonly deps: BuildDeps & { feed: ChangeFeed; clock: Clock }) {
     this.unsubscribe = [
       deps.feed.subscribe((topic) => {
         if (topic.startsWith(TOPIC_PREFIX)) this.changed(topic.slice(TOPIC_PREFIX.length))
@@ -118,6 +117,8 @@ export class DesiredStates {
     const satellite = await channel.satellite(satelliteId)
     if (satellite === undefined) return this.forget(satelliteId)
     const built = await buildDocument(this.deps, satellite, kept?.built)
+    // The instances left out read `failed` for their own teams; the document goes out regardless.
+    await channel.recordUnresolved(satelliteId, built.stamp, built.placedInstallations, built.unresolved, new Date(this.deps.clock.now()))
     this.rememberSecrets(satelliteId, built)
     this.keep(satelliteId, built, untouched())
     return built

@@ -1,10 +1,12 @@
 import { createHash, createHmac } from 'node:crypto'
-import type { ChannelRepository, PlacedInstallation } from '../../db/repositories/channel.js'
+import type { ChannelRepository, PlacedInstallation, UnresolvedRecord } from '../../db/repositories/channel.js'
 import type { ValueRow } from '../../db/repositories/installations.js'
 import { inputSourceOf } from '../installations/inputs.js'
 import { resolveLaunch, type Launch } from '../installations/launch.js'
 import type { ValueBox } from '../installations/sealed-values.js'
 import { sealerFor } from '../satellites/sealing.js'
+import { keyFingerprint } from '../satellites/fingerprint.js'
+import { usableOn } from '../installations/own-values.js'
 
 /**
  * A satellite's desired-state document: every instance it must run, complete. Built from the
@@ -23,6 +25,7 @@ export interface InstanceDocument {
   name: string
   endpoint_path: string
   desired: 'running' | 'stopped'
+  network: 'full' | 'none'
   spec_hash: string
   restart_generation: number
   launch: Launch
@@ -52,6 +55,20 @@ export interface InstanceFacts {
   maskedValues: string[]
 }
 
+/**
+ * An instance left out of its satellite's document because it could not be resolved. Its team
+ * reads it `failed` with the reason (see DesiredStates): the others are built as if it were not there.
+ */
+export type UnresolvedInstance = UnresolvedRecord
+
+export interface BuildDeps {
+  channel: ChannelRepository
+  box: ValueBox
+  specKey: Buffer
+  /** Where an unexpected failure to resolve one instance is logged (ids only, never a value). */
+  log?: { error(object: object, message: string): void }
+}
+
 export interface BuiltDocument {
   stamp: number
   /** The public key its secrets are sealed to. */
@@ -61,6 +78,10 @@ export interface BuiltDocument {
   document: DesiredDocument
   etag: string
   instances: Map<string, InstanceFacts>
+  /** The instances left out because they could not be resolved, with why. */
+  unresolved: UnresolvedInstance[]
+  /** Every installation placed on the satellite when this was built. */
+  placedInstallations: string[]
 }
 
 /** The id of an instance: the installation's for its shared instance, with the member's for one of their own. */
@@ -73,16 +94,24 @@ export const instanceIdOf = (installationId: string, userId: string | null): str
  * when what the satellite must run does. Sealing is randomized; an instance whose spec hash is the
  * one it had in `before`, sealed to the same key, keeps the sealed text it had there (its secret
  * values are the same), so only the secrets of changed instances are sealed again.
+ *
+ * Each instance is resolved on its own (instancesOf): one that cannot be is left out and listed in
+ * `unresolved`, so that one team's broken entry never keeps the document — every other team's
+ * deletions, values and rotated secrets — from reaching the satellite.
  */
 export async function buildDocument(
-  deps: { channel: ChannelRepository; box: ValueBox; specKey: Buffer },
-  satellite: { id: string; publicKey: string | null; desiredStamp: number; disabledAt: Date | null },
+  deps: BuildDeps,
+  satellite: { id: string; satelliteType: 'global' | 'team'; publicKey: string | null; desiredStamp: number; disabledAt: Date | null },
   before?: BuiltDocument,
 ): Promise<BuiltDocument> {
   const placed = await deps.channel.placedOn(satellite.id)
   const ids = placed.map((row) => row.installation.id)
+  // A member's own value reaches only a global satellite or the key it was set for: any other reads as unset here.
+  const sealing = { type: satellite.satelliteType, publicKey: satellite.publicKey }
+  const fingerprint = keyFingerprint(satellite.publicKey)
+  const usable = (row: ValueRow) => row.userId === null || usableOn({ held: row.value !== null || row.sealed !== null, approvedKey: row.approvedKey }, sealing, fingerprint)
   const [values, members] = await Promise.all([
-    deps.channel.valuesOf(ids),
+    deps.channel.valuesOf(ids).then((rows) => rows.filter(usable)),
     deps.channel.membersOf([...new Set(placed.map((row) => row.installation.teamId))]),
   ])
   const byInstallation = new Map<string, ValueRow[]>()
@@ -92,8 +121,11 @@ export async function buildDocument(
   if (before !== undefined && before.publicKey === satellite.publicKey) for (const instance of before.document.instances) sealedBefore.set(instance.instance_id, instance)
   const pending: Array<Promise<InstanceDocument>> = []
   const facts = new Map<string, InstanceFacts>()
+  const unresolved: UnresolvedInstance[] = []
   for (const row of placed) {
-    for (const built of instancesOf(row, byInstallation.get(row.installation.id) ?? [], members.get(row.installation.teamId) ?? [], deps)) {
+    const instances = instancesOf(row, byInstallation.get(row.installation.id) ?? [], members.get(row.installation.teamId) ?? [], deps)
+    unresolved.push(...instances.unresolved)
+    for (const built of instances.built) {
       // A satellite without a key is given no instance that has secrets (they could not reach it sealed).
       if (built.secrets.length > 0 && sealer === null) continue
       const unchanged = sealedBefore.get(built.document.instance_id)
@@ -118,6 +150,8 @@ export async function buildDocument(
     document: { revision, poll_interval_seconds: POLL_INTERVAL_SECONDS, instances },
     etag: `"${revision}"`,
     instances: facts,
+    unresolved,
+    placedInstallations: ids,
   }
 }
 
@@ -126,41 +160,73 @@ interface BuiltInstance {
   secrets: Array<{ target: string; value: string }>
 }
 
+/** Why an instance could not be resolved; thrown inside one instance's resolution only. */
+class Unresolvable extends Error {}
+
+/** A value in the clear; a value that does not open fails its instance, not the document. */
+function opened(row: ValueRow, box: ValueBox): string {
+  if (row.sealed === null) return row.value ?? ''
+  try {
+    return box.open(row.sealed, { installationId: row.installationId, userId: row.userId, key: row.key })
+  } catch {
+    throw new Unresolvable(`The stored value of ${row.key} could not be decrypted (was ENCRYPTION_SECRET changed without npm run secret:rotate?); set it again.`)
+  }
+}
+
 /**
  * The instances of one installation: one shared instance, or one per member who set every
  * required input of their own. None while a required team input is unset (it could not start).
+ * Each instance is resolved on its own: one that cannot be (its target gone from the version, a
+ * runtime rule broken, a value that does not decrypt) is listed in `unresolved` with why, and
+ * the others are built.
  */
-function instancesOf(placed: PlacedInstallation, values: ValueRow[], members: string[], deps: { box: ValueBox; specKey: Buffer }): BuiltInstance[] {
+function instancesOf(placed: PlacedInstallation, values: ValueRow[], members: string[], deps: BuildDeps): { built: BuiltInstance[]; unresolved: UnresolvedInstance[] } {
   const { installation, server, version } = placed
-  const plain = (row: ValueRow): string => (row.sealed === null ? row.value ?? '' : deps.box.open(row.sealed, { installationId: row.installationId, userId: row.userId, key: row.key }))
-  const team = new Map(values.filter((row) => row.userId === null).map((row) => [row.key, plain(row)]))
+  const out: { built: BuiltInstance[]; unresolved: UnresolvedInstance[] } = { built: [], unresolved: [] }
+  const teamRows = values.filter((row) => row.userId === null)
+  const teamKeys = new Set(teamRows.map((row) => row.key))
   const required = installation.inputs.filter((input) => input.required && input.default === undefined)
-  if (required.some((input) => input.scope === 'team' && !team.has(input.key))) return []
+  if (required.some((input) => input.scope === 'team' && !teamKeys.has(input.key))) return out
   const perUser = installation.inputs.some((input) => input.scope === 'user')
   const owners: Array<string | null> = perUser ? members : [null]
   const source = inputSourceOf({ serverJson: version.serverJson, packages: version.packages ?? server.packages, remotes: version.remotes ?? server.remotes })
-  const built: BuiltInstance[] = []
+  let team: Map<string, string> | undefined
   for (const userId of owners) {
-    const mine = new Map(team)
-    if (userId !== null) {
-      for (const row of values) if (row.userId === userId) mine.set(row.key, plain(row))
-      if (required.some((input) => input.scope === 'user' && !mine.has(input.key))) continue
-    }
-    const resolved = resolveLaunch(source, { kind: installation.targetKind, index: installation.targetIndex }, installation.transport, installation.inputs, mine)
+    const own = userId === null ? [] : values.filter((row) => row.userId === userId)
+    if (userId !== null && required.some((input) => input.scope === 'user' && !own.some((row) => row.key === input.key))) continue
     const instanceId = instanceIdOf(installation.id, userId)
-    const spec = {
-      instance_id: instanceId, launch: resolved.launch, desired: installation.desired, restart_generation: installation.restartGeneration,
-      secrets: [...resolved.secrets].sort((a, b) => (a.target < b.target ? -1 : 1)).map((secret) => [secret.target, secret.value]),
+    const fail = (reason: string) => out.unresolved.push({ instanceId, installationId: installation.id, userId, specRevision: installation.specRevision, reason })
+    try {
+      team ??= new Map(teamRows.map((row) => [row.key, opened(row, deps.box)]))
+      const mine = new Map(team)
+      for (const row of own) mine.set(row.key, opened(row, deps.box))
+      const resolved = resolveLaunch(source, { kind: installation.targetKind, index: installation.targetIndex }, installation.transport, installation.inputs, mine, server.visibility)
+      if (!resolved.ok) {
+        fail(resolved.reason)
+        continue
+      }
+      const spec = {
+        instance_id: instanceId, launch: resolved.launch, desired: installation.desired, network: installation.network, restart_generation: installation.restartGeneration,
+        secrets: [...resolved.secrets].sort((a, b) => (a.target < b.target ? -1 : 1)).map((secret) => [secret.target, secret.value]),
+      }
+      out.built.push({
+        document: {
+          instance_id: instanceId, installation_id: installation.id, team_id: installation.teamId, user_id: userId, name: installation.name,
+          endpoint_path: `/mcp/${installation.id}`, desired: installation.desired, network: installation.network,
+          spec_hash: createHmac('sha256', deps.specKey).update(JSON.stringify(spec)).digest('base64url'),
+          restart_generation: installation.restartGeneration, launch: resolved.launch, disabled_tools: [],
+        },
+        secrets: resolved.secrets,
+      })
+    } catch (error) {
+      if (error instanceof Unresolvable) {
+        fail(error.message)
+        continue
+      }
+      // Not the entry's fault: logged for the operator (ids only), and still this instance's alone.
+      deps.log?.error({ err: error, instance_id: instanceId, installation_id: installation.id }, 'an instance of a desired-state document could not be resolved')
+      fail('An unexpected error kept it from being resolved; the service log has the details.')
     }
-    built.push({
-      document: {
-        instance_id: instanceId, installation_id: installation.id, team_id: installation.teamId, user_id: userId, name: installation.name,
-        endpoint_path: `/mcp/${installation.id}`, desired: installation.desired,
-        spec_hash: createHmac('sha256', deps.specKey).update(JSON.stringify(spec)).digest('base64url'),
-        restart_generation: installation.restartGeneration, launch: resolved.launch, disabled_tools: [],
-      },
-      secrets: resolved.secrets,
-    })
   }
-  return built
+  return out
 }

@@ -47,6 +47,9 @@ export const InstanceDocument = Type.Object({
   name: Type.String(),
   endpoint_path: Type.String({ description: '`/mcp/<installation id>`: where the satellite serves it (for a per-user installation, the instance is chosen by the token\'s `sub`).' }),
   desired: Type.Union([Type.Literal('running'), Type.Literal('stopped')]),
+  network: Type.Union([Type.Literal('full'), Type.Literal('none')], {
+    description: "The installation's `network`: `none` asks the satellite to give the process no network at all. Part of `spec_hash`: a change restarts the instance.",
+  }),
   spec_hash: Type.String({ description: 'Changes whenever anything the instance runs does, secret values included; report it back with the phase.' }),
   restart_generation: Type.Integer({ description: 'Grows when a restart is asked for.' }),
   launch: Type.Union([PackageLaunch, RemoteLaunch]),

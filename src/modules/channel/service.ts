@@ -6,6 +6,7 @@ import type { Clock } from '../../lib/clock.js'
 import type { AuditLog } from '../audit/service.js'
 import type { ValueBox } from '../installations/sealed-values.js'
 import { DesiredStates } from './desired-states.js'
+import type { BuildDeps } from './documents.js'
 import { ChannelReports } from './reports.js'
 
 /** The satellite control channel: documents and their long-polls, and reports. */
@@ -15,8 +16,10 @@ export class Channel {
 
   constructor(private readonly deps: {
     database: Database; channel: ChannelRepository; satellites: SatellitesRepository; stamps: DesiredStamps; box: ValueBox; specKey: Buffer; audit: AuditLog; clock: Clock
+    /** Where an instance that could not be resolved for an unexpected reason is logged. */
+    log?: BuildDeps['log']
   }) {
-    this.documents = new DesiredStates({ feed: deps.database.changes, channel: deps.channel, box: deps.box, specKey: deps.specKey })
+    this.documents = new DesiredStates({ feed: deps.database.changes, channel: deps.channel, box: deps.box, specKey: deps.specKey, clock: deps.clock, log: deps.log })
     this.reports = new ChannelReports({ channel: deps.channel, documents: this.documents, clock: deps.clock })
   }
 

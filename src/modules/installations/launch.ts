@@ -1,5 +1,7 @@
 import type { InstallationInput, InstallationTarget } from '../../formats/installation-inputs.js'
+import type { Visibility } from '../../formats/package-rules.js'
 import { entriesOf, packagesOf, placeholdersOf, remotesOf, type Entries, type InputSource } from './inputs.js'
+import { launchRuleProblem } from './target-rules.js'
 
 /**
  * What a satellite runs for one instance: the target of the version with every input's value put
@@ -49,6 +51,13 @@ export interface ResolvedLaunch {
   secrets: SecretPlacement[]
 }
 
+/**
+ * A launch, or why there is none: the target is no longer in the version (its entry changed), or
+ * what it would run breaks the runtime rules (target-rules.ts). `reason` is shown to the team;
+ * it never holds a value.
+ */
+export type Resolution = ({ ok: true } & ResolvedLaunch) | { ok: false; reason: string }
+
 /** The value of an input: the one set, else its default; undefined when neither. */
 type ValueOf = (key: string) => string | undefined
 
@@ -61,16 +70,18 @@ interface Filled {
 /**
  * Builds the launch of a target from the values. `values` maps input keys to the values in force
  * (set ones); defaults are filled in here. An optional entry with neither value nor default is
- * left out (no empty environment variable, no argument without its value).
+ * left out (no empty environment variable, no argument without its value). `visibility` is the
+ * server's: a team's own server may give no runner options.
  */
 export function resolveLaunch(
   source: InputSource, target: InstallationTarget, transport: string, inputs: readonly InstallationInput[], values: ReadonlyMap<string, string>,
-): ResolvedLaunch {
+  visibility: Visibility,
+): Resolution {
   const byKey = new Map(inputs.map((input) => [input.key, input]))
   const valueOf: ValueOf = (key) => values.get(key) ?? byKey.get(key)?.default
   const secretKey = (key: string): boolean => byKey.get(key)?.secret === true
   const found = entriesOf(source, target)
-  if (found === null) throw new Error(`no ${target.kind} ${target.index} in this version`)
+  if (found === null) return { ok: false, reason: `The version it runs has no ${target.kind}s[${target.index}] any more (its catalogue entry changed).` }
   const { entries } = found
   const secrets: SecretPlacement[] = []
 
@@ -155,6 +166,7 @@ export function resolveLaunch(
   if (target.kind === 'remote') {
     const item = remotesOf(source)[target.index] as Json
     return {
+      ok: true,
       launch: { kind: 'remote', url: url(textOf(item.url) ?? '', new Map()), transport, headers: named(entries.headers, 'header') },
       secrets,
     }
@@ -179,7 +191,8 @@ export function resolveLaunch(
   if (entries.url !== undefined) launch.transport.url = url(entries.url, packageValuesOf(entries, env, [...runtimeArgs, ...packageArgs], valueOf))
   const headers = named(entries.headers, 'header')
   if (Object.keys(headers).length > 0) launch.transport.headers = headers
-  return { launch, secrets }
+  const refused = launchRuleProblem({ launch, secrets }, visibility)
+  return refused === null ? { ok: true, launch, secrets } : { ok: false, reason: refused }
 }
 
 const stringsOf = (value: unknown): string[] => (Array.isArray(value) ? value.filter((item): item is string => typeof item === 'string') : [])

@@ -34,6 +34,23 @@ const VIEW_TEXT = [
 const VALUES_TEXT = [
   'Values are text whatever the input\'s format; `choices` and `format` (`number`, `boolean`, `filepath`) are checked.',
   'Every key is checked first: an unknown key, a key of the other scope or a value that does not fit → 400 `VALIDATION_ERROR` with one `details` entry per key (`values.<key>`), and nothing is written.',
+  'An `env:` key of a variable that changes how a runtime loads code (`NODE_OPTIONS`, `LD_PRELOAD`, … — only on entries stored before those were refused) takes no value (400); `null` may unset it.',
+].join(' ')
+
+const PLACEMENT_TEXT = [
+  'Without `satellite_id`, it is placed on the team\'s online satellite with the fewest installations, else on such a global satellite that may run it and has room for the team, else left unplaced (`pending`, with the reason) until one comes online.',
+  'A server the team defined itself (visibility `team`) runs on a global satellite only while `global.team_servers_on_global_satellites` is on and that satellite isolates its instances (its `isolation` is not `none`).',
+  'A team places at most `global.team_quota_per_global_satellite` installations on one global satellite (a per-user installation counts once).',
+  'An explicit `satellite_id`: another team\'s satellite → 404; a disabled one, or a global one a team server may not run on → 400 naming `satellite_id` and saying why; a global one where the team is at its quota → 409 `SATELLITE_QUOTA_EXCEEDED`.',
+].join(' ')
+const NETWORK_TEXT = '`network: "none"` (default `full`) asks the satellite to give the instances no network at all; a change restarts them; with a remote target → 400 naming `network`.'
+const MOVE_TEXT = [
+  'A per-user installation moved to a team\'s satellite (here, or placed again after its satellite is disabled or deleted) drops the members\' own values that were not set for that satellite\'s key:',
+  'each member sees those inputs missing, with the reason, and sets them again to have them used there (audited as `installation.own_values_dropped`, keys only). A move to a global satellite keeps them.',
+].join(' ')
+const OWN_VALUES_TEXT = [
+  'A member\'s own values are used on a global satellite, or on the satellite whose public key they were set for (the one the installation is on when they are set):',
+  'moved to another team satellite, or its satellite registered again with another key, they read as unset (`is_set: false`, with `unset_reason`) until set again.',
 ].join(' ')
 
 const myLists = new SerializedAnswers<InstallationList>()
@@ -62,11 +79,11 @@ export const installationRoutes: FastifyPluginAsyncTypebox = async (app) => {
         'The server (by id or slug) must be visible to the team: a global server, or one of the team\'s own (404 otherwise).',
         'Without `version`, the latest version is installed and followed (`track_latest` defaults to true); with it, that exact version is pinned.',
         'A yanked or deprecated version, a disabled server, or a server without an active version → 409 `VERSION_NOT_INSTALLABLE`.',
-        'The inputs are derived from the version for the target (default: the first package, else the first remote); a target that does not exist or cannot run → 400 naming `target`.',
+        'The inputs are derived from the version for the target (default: the first package, else the first remote); a target that does not exist or cannot run → 400 naming `target`,',
+        'also a package that would make a satellite run more than itself (a `file:` or URL version, a runner option, a variable such as `NODE_OPTIONS`; see the catalogue\'s entry rules).',
         '`user_scoped` names the keys each member sets for themselves; `values` sets team-scoped keys.',
         'Without `name`, the server\'s slug is used, suffixed (`-2`, `-3`…) while taken; an explicit name that is taken → 409 `INSTALLATION_NAME_TAKEN`.',
-        'Without `satellite_id`, it is placed on the team\'s online satellite with the fewest installations, else on such a global satellite, else left unplaced until one comes online.',
-        `A satellite of another team → 404; a disabled one → 400. ${VALUES_TEXT}`,
+        `${PLACEMENT_TEXT} ${NETWORK_TEXT} ${VALUES_TEXT}`,
       ].join(' '),
       params: TeamParams, body: CreateInstallationBody, response: { 201: InstallationEnvelope },
     },
@@ -93,7 +110,8 @@ export const installationRoutes: FastifyPluginAsyncTypebox = async (app) => {
       description: [
         'Only the fields sent change. A new `version`, `target` or `user_scoped` derives the inputs again: values of keys that remain in the same scope are kept, the others are dropped.',
         'Turning `track_latest` on moves to the latest version. `satellite_id: null` asks for the automatic placement again.',
-        'The rules of creation apply (409 `VERSION_NOT_INSTALLABLE`, 409 `INSTALLATION_NAME_TAKEN`, 400 naming `target`, `user_scoped` or `satellite_id`).',
+        'The rules of creation apply (409 `VERSION_NOT_INSTALLABLE`, 409 `INSTALLATION_NAME_TAKEN`, 409 `SATELLITE_QUOTA_EXCEEDED`, 400 naming `target`, `user_scoped`, `satellite_id` or `network`).',
+        `${PLACEMENT_TEXT} ${NETWORK_TEXT} ${MOVE_TEXT}`,
       ].join(' '),
       params: InstallationParams, body: UpdateInstallationBody, response: { 200: InstallationEnvelope },
     },
@@ -118,7 +136,7 @@ export const installationRoutes: FastifyPluginAsyncTypebox = async (app) => {
     config: { auth: read },
     schema: {
       tags, summary: "The caller's own values of the user-scoped inputs",
-      description: `Each user-scoped input with the caller's \`is_set\` (and \`value\`, unless it is a secret). ${SECRETS_TEXT}`,
+      description: `Each user-scoped input with the caller's \`is_set\` (and \`value\`, unless it is a secret). ${OWN_VALUES_TEXT} ${SECRETS_TEXT}`,
       params: InstallationParams, response: { 200: MyValuesEnvelope },
     },
   }, async (request) => {
@@ -129,7 +147,7 @@ export const installationRoutes: FastifyPluginAsyncTypebox = async (app) => {
     config: { auth: ownValues },
     schema: {
       tags, summary: "Set or unset the caller's own values",
-      description: `For user-scoped keys only, by a member of the team (a global admin who is not a member has no values of their own: 403). ${VALUES_TEXT} ${SECRETS_TEXT}`,
+      description: `For user-scoped keys only, by a member of the team (a global admin who is not a member has no values of their own: 403). ${OWN_VALUES_TEXT} ${VALUES_TEXT} ${SECRETS_TEXT}`,
       params: InstallationParams, body: ValuesBody, response: { 200: MyValuesEnvelope },
     },
   }, async (request) => {

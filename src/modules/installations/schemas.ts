@@ -20,6 +20,10 @@ const ValueText = Type.String({ maxLength: MAX_VALUE_LENGTH })
 const Desired = Type.Union([Type.Literal('running'), Type.Literal('stopped')], {
   description: '`running` (the default) or `stopped`: what the satellite is asked to do with the instances.',
 })
+const Network = Type.Union([Type.Literal('full'), Type.Literal('none')], {
+  description: '`full` (the default): the instance reaches the network as the satellite allows. `none`: the satellite gives its process no network at all (a package that works offline, on its own files or over stdio). ' +
+    'A remote target is reached over the network: `none` with one is 400 naming `network`. A change restarts the instances.',
+})
 const TargetChoice = Type.Object({
   kind: Type.Union([Type.Literal('package'), Type.Literal('remote')]),
   index: Type.Integer({ minimum: 0, maximum: 99, description: "The position in the version's `packages` or `remotes`, from 0." }),
@@ -47,6 +51,10 @@ export const InputView = Type.Object({
   format: Type.Optional(Type.Union([Type.Literal('string'), Type.Literal('number'), Type.Literal('boolean'), Type.Literal('filepath')])),
   is_set: Type.Boolean({ description: "For a team input, whether the team set it; for a user input, whether the caller set their own." }),
   value: Type.Optional(Type.String({ description: 'Only for a non-secret team input that is set (and a non-secret user input, to its owner, under my-values).' })),
+  unset_reason: Type.Optional(Type.String({
+    description: "Only on the caller's own input whose value was dropped: the installation moved to another satellite (or that satellite's key changed) since it was set, " +
+      'so it is not used there until the caller sets it again.',
+  })),
 })
 
 const InstallationStatus = Type.Union([
@@ -56,7 +64,9 @@ const InstallationStatus = Type.Union([
   description: [
     'Derived when read, from the caller\'s point of view: `needs_config` while a required team input is unset (or, on a per-user installation, one of the caller\'s own);',
     '`pending` while no satellite is placed or it has not picked the installation up; `stopped` when asked to stop;',
-    '`starting`, `running`, `degraded`, `failed` as the satellite reports the current spec; `unknown` while its satellite is offline.',
+    '`starting`, `running`, `degraded`, `failed` as the satellite reports the current spec; `unknown` while its satellite is offline;',
+    '`failed` also when the backend could not resolve the instance (its target gone from the version, an entry rule broken, a value that does not decrypt):',
+    'then it is left out of the satellite\'s document and `status_reason` begins "It could not be resolved".',
   ].join(' '),
 })
 
@@ -74,6 +84,7 @@ export const InstallationView = Type.Object({
   }),
   satellite_id: Nullable(Type.String({ description: 'The satellite that runs it; null while unplaced.' })),
   desired: Desired,
+  network: Network,
   inputs: Type.Array(InputView),
   missing_inputs: Type.Array(Type.String(), { description: "Required inputs without a value (nor a default): the team's, and the caller's own user inputs." }),
   instance_mode: Type.Union([Type.Literal('shared'), Type.Literal('per_user')], { description: '`per_user` when some input is user-scoped: each member who set their required user inputs gets an instance of their own.' }),
@@ -90,7 +101,7 @@ export const InstallationView = Type.Object({
     id: '019b0a3e-1c2d-7e4f-8a9b-0c1d2e3f4a5b', team_id: '019b0a3d-7a1b-7c2d-9e3f-4a5b6c7d8e9f',
     server: { id: '019b0a3c-5e6f-7a8b-9c0d-1e2f3a4b5c6d', slug: 'github', name: 'GitHub' },
     version: '1.2.0', track_latest: true, name: 'github', target: { kind: 'package', index: 0, transport: 'stdio' },
-    satellite_id: '019b0a3b-2f3e-7d4c-8b5a-6c7d8e9f0a1b', desired: 'running',
+    satellite_id: '019b0a3b-2f3e-7d4c-8b5a-6c7d8e9f0a1b', desired: 'running', network: 'full',
     inputs: [
       { key: 'env:GITHUB_PERSONAL_ACCESS_TOKEN', kind: 'env', description: 'Your GitHub token', required: true, secret: true, scope: 'user', is_set: false },
       { key: 'env:GITHUB_TOOLSETS', kind: 'env', description: 'Toolsets to enable', required: false, secret: false, scope: 'team', default: 'all', is_set: true, value: 'repos,issues' },
@@ -151,6 +162,7 @@ export const CreateInstallationBody = Type.Object({
   user_scoped: Type.Optional(UserScoped),
   values: Type.Optional(Values),
   desired: Type.Optional(Desired),
+  network: Type.Optional(Network),
 }, {
   ...closed,
   examples: [{ server_id: 'github', user_scoped: ['env:GITHUB_PERSONAL_ACCESS_TOKEN'], values: { 'env:GITHUB_TOOLSETS': 'repos,issues' } }],
@@ -165,6 +177,7 @@ export const UpdateInstallationBody = Type.Object({
   satellite_id: Type.Optional(Nullable(Id)),
   desired: Type.Optional(Desired),
   user_scoped: Type.Optional(UserScoped),
+  network: Type.Optional(Network),
 }, { ...closed, minProperties: 1, examples: [{ version: '1.3.0', track_latest: false }, { desired: 'stopped' }] })
 export type UpdateInstallationBody = Static<typeof UpdateInstallationBody>
 

@@ -10,19 +10,19 @@ import type { TeamsRepository } from '../../db/repositories/teams.js'
 import { newId } from '../../db/ids.js'
 import { LRUCache } from 'lru-cache'
 import type { Database, Db } from '../../db/types.js'
-import type { InstallationInput, InstallationTarget } from '../../formats/installation-inputs.js'
-import { AppError, errors } from '../../http/errors.js'
+import type { InstallationInput } from '../../formats/installation-inputs.js'
+import { errors } from '../../http/errors.js'
 import type { Clock } from '../../lib/clock.js'
 import type { AuditLog } from '../audit/service.js'
 import { OFFLINE_AFTER_MS } from '../satellites/service.js'
-import { deriveInputs, inputSourceOf, targetTransport, unknownInputKeys } from './inputs.js'
+import { deriveTarget, invalid, notInstallable, reconcileValues } from './derivation.js'
 import type { ValueBox } from './sealed-values.js'
 import type { CreateInstallationBody, InstallationView, UpdateInstallationBody } from './schemas.js'
 import { checkValues, type ValueMap } from './values.js'
-import { groupValues, inputView, installationView, type ValuesForCaller } from './views.js'
-
-/** How many unplaced installations one satellite's heartbeat places at most (the rest at the next one). */
-const PLACEMENTS_PER_HEARTBEAT = 100
+import { groupValues, inputView, installationView, usableOwn } from './views.js'
+import { Placement, type PlacementRules } from './placement.js'
+import { approvalFor } from './own-values.js'
+import { InstallationMoves, type MovingSatellite } from './moves.js'
 
 /** How long a member's list may be answered again unchanged (SQLite, nothing written meanwhile). */
 const MY_LIST_REUSE_MS = 1_000
@@ -42,16 +42,6 @@ export interface InstallationActor {
 
 export type { ValueMap } from './values.js'
 
-/** What runs, as derived from a version for one target. */
-interface Derived {
-  version: VersionRow
-  target: InstallationTarget
-  transport: string
-  inputs: InstallationInput[]
-}
-
-const notInstallable = (message: string) => errors.conflict('VERSION_NOT_INSTALLABLE', message)
-const invalid = (field: string, message: string) => errors.validation([{ field, message, in: 'body' }])
 const nameTaken = (name: string) => errors.conflict('INSTALLATION_NAME_TAKEN', `The team already has an installation named "${name}"; choose another name.`)
 
 /**
@@ -77,7 +67,15 @@ export class InstallationService {
     box: ValueBox
     audit: AuditLog
     clock: Clock
-  }) {}
+    /** The global admins' placement settings, as they are now. */
+    placementRules: () => Promise<PlacementRules>
+  }) {
+    this.placement = new Placement({ installations: deps.installations, satellites: deps.satellites, rules: deps.placementRules, clock: deps.clock })
+    this.moves = new InstallationMoves({ ...deps, placement: this.placement })
+  }
+
+  private readonly placement: Placement
+  private readonly moves: InstallationMoves
 
   // Reads
 
@@ -86,14 +84,14 @@ export class InstallationService {
     // for any id, and an unknown team must be 404 for them too, not an empty list.
     if (actor.isGlobalAdmin && (await this.deps.teams.find(teamId)) === undefined) throw errors.notFound('Team')
     const page = await this.deps.installations.page({ team: teamId }, actor.userId, limit, offset)
-    return { views: this.pageViews(page), total: page.total }
+    return { views: this.pageViews(page, await this.placement.rules()), total: page.total }
   }
 
   /** Every installation of every team the caller is a member of (or of one such team). */
   async listMine(actor: InstallationActor, teamId: string | undefined, limit: number, offset: number): Promise<InstallationList> {
     const read = async (): Promise<InstallationList> => {
       const page = await this.deps.installations.page({ member: actor.userId, team: teamId }, actor.userId, limit, offset)
-      return { views: this.pageViews(page), total: page.total }
+      return { views: this.pageViews(page, await this.placement.rules()), total: page.total }
     }
     const epoch = this.deps.database.changeEpoch?.()
     if (epoch === undefined) return read()
@@ -113,11 +111,14 @@ export class InstallationService {
     return view!
   }
 
-  /** The installation's user-scoped inputs with the caller's own values. */
+  /**
+   * The installation's user-scoped inputs with the caller's own values: a value that may not be
+   * used where the installation is now (dropped by a move) reads as unset, with the reason.
+   */
   async myValues(teamId: string, id: string, actor: InstallationActor): Promise<InstallationView['inputs']> {
     const detail = await this.detail(teamId, id)
-    const own = groupValues(await this.deps.installations.valuesOf([id], actor.userId)).get(id)?.own ?? new Map()
-    return detail.installation.inputs.filter((input) => input.scope === 'user').map((input) => inputView(input, own.get(input.key)))
+    const own = usableOwn(groupValues(await this.deps.installations.valuesOf([id], actor.userId)).get(id)?.own ?? new Map(), detail.satellite)
+    return detail.installation.inputs.filter((input) => input.scope === 'user').map((input) => inputView(input, own.usable.get(input.key), own.dropped.has(input.key)))
   }
 
   /**
@@ -126,9 +127,10 @@ export class InstallationService {
    */
   async clientConfig(actor: InstallationActor, teamId: string | undefined): Promise<Record<string, { type: 'http'; url: string }>> {
     const servers: Record<string, { type: 'http'; url: string }> = {}
+    const rules = await this.placement.rules()
     for (let offset = 0; ; offset += 100) {
       const page = await this.deps.installations.page({ member: actor.userId, team: teamId }, actor.userId, 100, offset)
-      const views = this.pageViews(page)
+      const views = this.pageViews(page, rules)
       page.rows.forEach((detail, index) => {
         const view = views[index]!
         if (view.endpoint_url !== null && view.desired === 'running' && view.status !== 'needs_config') {
@@ -144,29 +146,32 @@ export class InstallationService {
   async create(teamId: string, body: CreateInstallationBody, actor: InstallationActor): Promise<InstallationView> {
     const { installations, audit } = this.deps
     const now = this.now()
+    const rules = await this.placement.rules()
     const id = await this.teamTransaction(teamId, async (tx) => {
       const server = await this.installableServer(body.server_id, teamId, tx)
       const version = await this.installableVersion(server, body.version, tx)
       await this.checkTracking(server, version, body.track_latest, body.version, tx)
-      const derived = this.derive(server, version, body.target, body.user_scoped ?? [])
+      const derived = deriveTarget(server, version, body.target, body.user_scoped ?? [])
       const problems = checkValues(derived.inputs, body.values ?? {}, 'team')
       if (problems.length > 0) throw errors.validation(problems)
-      const satelliteId = await this.placement(teamId, body.satellite_id, tx)
+      const network = body.network ?? 'full'
+      checkNetwork(derived.target.kind, network)
+      const satelliteId = await this.placement.choose({ teamId, visibility: server.visibility }, body.satellite_id, rules, tx)
       const row: InstallationRow = {
         id: newId(), teamId, serverId: server.id, versionId: version.id, name: '', trackLatest: body.track_latest ?? body.version === undefined,
         targetKind: derived.target.kind, targetIndex: derived.target.index, transport: derived.transport, inputs: derived.inputs,
-        satelliteId, desired: body.desired ?? 'running', network: 'full', specRevision: 1, restartGeneration: 0, createdBy: actor.userId, createdAt: now, updatedAt: now,
+        satelliteId, desired: body.desired ?? 'running', network, specRevision: 1, restartGeneration: 0, createdBy: actor.userId, createdAt: now, updatedAt: now,
       }
       const created = body.name !== undefined
         ? await installations.with(tx).insert({ ...row, name: body.name })
         : await this.insertWithFreeName(row, server.slug, tx)
       if (created === null) throw nameTaken(body.name!)
-      await this.writeValues(tx, created.id, null, derived.inputs, body.values ?? {}, now)
+      await this.writeValues(tx, created.id, null, derived.inputs, body.values ?? {}, now, null)
       await this.deps.stamps.with(tx).satellites([satelliteId])
       await audit.record('installation.created', {
         actorId: actor.userId, ip: actor.ip, target: created.id,
         details: {
-          team_id: teamId, server_id: server.id, version: version.version, name: created.name, satellite_id: satelliteId,
+          team_id: teamId, server_id: server.id, version: version.version, name: created.name, satellite_id: satelliteId, network,
           user_scoped: derived.inputs.filter((input) => input.scope === 'user').map((input) => input.key), keys: Object.keys(body.values ?? {}),
         },
       }, tx)
@@ -181,6 +186,7 @@ export class InstallationService {
    */
   async update(teamId: string, id: string, body: UpdateInstallationBody, actor: InstallationActor): Promise<InstallationView> {
     const { installations, audit } = this.deps
+    const rules = await this.placement.rules()
     await this.teamTransaction(teamId, async (tx) => {
       const current = await this.locked(teamId, id, tx)
       const patch: InstallationPatch = {}
@@ -189,7 +195,11 @@ export class InstallationService {
       if (body.track_latest !== undefined) patch.trackLatest = body.track_latest
       // Choosing a version pins it, unless the same request asks to follow the latest (which it must then be).
       else if (body.version !== undefined) patch.trackLatest = false
-      if (body.satellite_id !== undefined) patch.satelliteId = await this.placement(teamId, body.satellite_id, tx)
+      if (body.network !== undefined) patch.network = body.network
+      if (body.satellite_id !== undefined) {
+        const visibility = (await this.deps.servers.with(tx).find(current.serverId, { userId: '', isGlobalAdmin: true }))?.visibility ?? 'team'
+        patch.satelliteId = await this.placement.choose({ teamId, visibility, installationId: id }, body.satellite_id, rules, tx)
+      }
       const rederive = body.version !== undefined || body.target !== undefined || body.user_scoped !== undefined || (body.track_latest === true && !current.trackLatest)
       if (rederive) {
         const server = await this.installableServer(current.serverId, teamId, tx)
@@ -200,18 +210,24 @@ export class InstallationService {
         await this.checkTracking(server, version, body.track_latest, body.version, tx)
         const target = body.target ?? { kind: current.targetKind, index: current.targetIndex }
         const userScoped = body.user_scoped ?? current.inputs.filter((input) => input.scope === 'user').map((input) => input.key)
-        const derived = this.derive(server, version, target, userScoped, body.user_scoped === undefined)
+        const derived = deriveTarget(server, version, target, userScoped, body.user_scoped === undefined)
         Object.assign(patch, { versionId: version.id, targetKind: derived.target.kind, targetIndex: derived.target.index, transport: derived.transport, inputs: derived.inputs })
       }
+      checkNetwork(patch.targetKind ?? current.targetKind, patch.network ?? current.network)
       const changed = (Object.keys(patch) as Array<keyof InstallationPatch>).filter((key) => !sameValue(patch[key], current[key]))
       if (changed.length === 0) return
       const updated = await installations.with(tx).update(id, patch, { respec: true, now: this.now() })
       if (updated === 'name_taken') throw nameTaken(body.name!)
       if (updated === null) throw errors.notFound('Installation')
-      if (patch.inputs !== undefined) await this.reconcileValues(tx, id, patch.inputs)
+      if (patch.inputs !== undefined) await reconcileValues(installations.with(tx), this.deps.box, id, patch.inputs)
+      if (changed.includes('satelliteId') && patch.satelliteId !== undefined && patch.satelliteId !== null) await this.moves.dropUnapprovedOn(tx, { id, teamId }, patch.satelliteId, actor)
       await this.deps.stamps.with(tx).satellites([current.satelliteId, patch.satelliteId === undefined ? current.satelliteId : patch.satelliteId])
       await audit.record('installation.updated', {
-        actorId: actor.userId, ip: actor.ip, target: id, details: { team_id: teamId, fields: Object.keys(body), ...(patch.satelliteId === undefined ? {} : { satellite_id: patch.satelliteId }) },
+        actorId: actor.userId, ip: actor.ip, target: id,
+        details: {
+          team_id: teamId, fields: Object.keys(body),
+          ...(patch.satelliteId === undefined ? {} : { satellite_id: patch.satelliteId }), ...(patch.network === undefined ? {} : { network: patch.network }),
+        },
       }, tx)
     })
     return this.get(teamId, id, actor)
@@ -224,7 +240,7 @@ export class InstallationService {
       const problems = checkValues(current.inputs, values, 'team')
       if (problems.length > 0) throw errors.validation(problems)
       if (Object.keys(values).length === 0) return
-      await this.writeValues(tx, id, null, current.inputs, values, this.now())
+      await this.writeValues(tx, id, null, current.inputs, values, this.now(), null)
       await this.deps.stamps.with(tx).satellites([current.satelliteId])
       await this.deps.installations.with(tx).update(id, {}, { respec: true, now: this.now() })
       await this.deps.audit.record('installation.values_set', {
@@ -244,7 +260,10 @@ export class InstallationService {
       const problems = checkValues(current.inputs, values, 'user')
       if (problems.length > 0) throw errors.validation(problems)
       if (Object.keys(values).length === 0) return
-      await this.writeValues(tx, id, actor.userId, current.inputs, values, this.now())
+      // The member approves the satellite the installation is on now: their values are sealed to its key only (or to a global satellite).
+      const satellite = current.satelliteId === null ? undefined : await this.deps.satellites.with(tx).find(current.satelliteId)
+      const approved = approvalFor(satellite === undefined ? null : { type: satellite.satelliteType, publicKey: satellite.publicKey })
+      await this.writeValues(tx, id, actor.userId, current.inputs, values, this.now(), approved)
       await this.deps.stamps.with(tx).satellites([current.satelliteId])
       await this.deps.installations.with(tx).update(id, {}, { respec: true, now: this.now() })
       await this.deps.audit.record('installation.my_values_set', {
@@ -303,88 +322,43 @@ export class InstallationService {
 
   // Hooks of other parts
 
-  /**
-   * A satellite sent a heartbeat: place the installations waiting for one (of its team, or of any
-   * team for a global satellite), each where the automatic placement puts it now.
-   */
-  async placeWaiting(satellite: { id: string; teamId: string | null }): Promise<void> {
-    const { installations, database } = this.deps
-    const waiting = await installations.unplaced(satellite.teamId, PLACEMENTS_PER_HEARTBEAT)
-    for (const row of waiting) {
-      await database.transaction(async (tx) => {
-        const satelliteId = await this.automaticPlacement(row.teamId, tx)
-        if (satelliteId !== null && (await installations.with(tx).place(row.id, satelliteId, this.now()))) {
-          await this.deps.stamps.with(tx).satellites([satelliteId])
-          await this.deps.audit.record('installation.placed', { target: row.id, details: { team_id: row.teamId, satellite_id: satelliteId } }, tx)
-        }
-      })
-    }
+  /** A satellite sent a heartbeat (see InstallationMoves). */
+  placeWaiting(satellite: MovingSatellite): Promise<void> {
+    return this.moves.placeWaiting(satellite)
+  }
+
+  /** A satellite (re-)registered (see InstallationMoves). */
+  releaseFrom(satellite: MovingSatellite): Promise<void> {
+    return this.moves.releaseFrom(satellite)
+  }
+
+  /** Run in the transaction writing `global.team_servers_on_global_satellites` (see InstallationMoves). */
+  teamServersSettingWritten(allowed: boolean, tx: Db): Promise<() => Promise<void>> {
+    return this.moves.teamServersSettingWritten(allowed, tx)
   }
 
   /** A satellite was disabled: its installations are placed again the automatic way. */
-  async releaseSatellite(satelliteId: string): Promise<void> {
-    const moved = await this.deps.installations.unplaceFrom(satelliteId, this.now())
-    if (moved > 0) await this.placeAllWaiting()
+  releaseSatellite(satelliteId: string): Promise<void> {
+    return this.moves.releaseSatellite(satelliteId)
   }
 
-  /** Places whatever waits, on any online satellite (after a satellite was deleted or disabled). */
-  async placeAllWaiting(): Promise<void> {
-    await this.placeWaiting({ id: '', teamId: null })
-  }
-
-  /**
-   * Run in the catalogue transaction that changed a server's latest version: the installations
-   * that track it move to it, each keeping its target and user-scoped keys, when the new version
-   * has that target and it can be installed; one that cannot move stays where it is.
-   */
-  async followLatest(serverId: string, tx: Db): Promise<void> {
-    const { installations, versions, servers, audit } = this.deps
-    // The server's stored versions changed (an import may refresh the document of a version that
-    // runs): the documents of the satellites running it are built again.
-    await this.deps.stamps.with(tx).ofServer(serverId)
-    const tracking = await installations.with(tx).trackingLatest(serverId)
-    if (tracking.length === 0) return
-    const latest = await versions.with(tx).latest(serverId)
-    if (latest === undefined) return
-    const server = await servers.with(tx).find(serverId, { userId: '', isGlobalAdmin: true })
-    if (server === undefined) return
-    for (const row of tracking) {
-      if (row.versionId === latest.id) continue
-      const userScoped = row.inputs.filter((input) => input.scope === 'user').map((input) => input.key)
-      let derived: Derived
-      try {
-        derived = this.derive(server, latest, { kind: row.targetKind, index: row.targetIndex }, userScoped, true)
-      } catch (error) {
-        if (error instanceof AppError) continue
-        throw error
-      }
-      await installations.with(tx).update(row.id, {
-        versionId: latest.id, transport: derived.transport, inputs: derived.inputs,
-      }, { respec: true, now: this.now() })
-      await this.reconcileValues(tx, row.id, derived.inputs)
-      await audit.record('installation.version_followed', { target: row.id, details: { team_id: row.teamId, server_id: serverId, version: latest.version } }, tx)
-    }
-  }
-
-  /** Run in the catalogue transaction deleting a server: one that a team runs is not deleted. */
-  async assertServerUnused(serverId: string, tx: Db): Promise<void> {
-    const used = await this.deps.installations.with(tx).countForServer(serverId)
-    if (used > 0) {
-      throw errors.conflict('SERVER_IN_USE', `The server is installed ${used} time${used === 1 ? '' : 's'}; those installations must be deleted first.`)
-    }
+  /** Places whatever waits, on any online satellite. */
+  placeAllWaiting(): Promise<void> {
+    return this.moves.placeAllWaiting()
   }
 
   // Parts
 
   private async views(rows: InstallationDetail[], userId: string): Promise<InstallationView[]> {
-    return this.pageViews({ rows, values: await this.deps.installations.valuesOf(rows.map((row) => row.installation.id), userId) })
+    const [values, rules] = await Promise.all([this.deps.installations.valuesOf(rows.map((row) => row.installation.id), userId), this.placement.rules()])
+    return this.pageViews({ rows, values }, rules)
   }
 
   /** The views of rows read with the values their reader sees. */
-  private pageViews({ rows, values }: Pick<InstallationPage, 'rows' | 'values'>): InstallationView[] {
+  private pageViews({ rows, values }: Pick<InstallationPage, 'rows' | 'values'>, rules: PlacementRules): InstallationView[] {
     const byInstallation = groupValues(values)
     const silentSince = new Date(this.deps.clock.now() - OFFLINE_AFTER_MS)
-    return rows.map((row) => installationView(row, byInstallation.get(row.installation.id), silentSince, row.state))
+    return rows.map((row) => installationView(row, byInstallation.get(row.installation.id), silentSince, rules, row.state))
   }
 
   private async detail(teamId: string, id: string, viewer?: string): Promise<InstallationDetail> {
@@ -440,41 +414,6 @@ export class InstallationService {
     }
   }
 
-  /**
-   * The target and inputs of a version. `dropUnknownScoped`: keys kept from an earlier version
-   * that this one lacks are dropped silently (they were checked when chosen); keys the request
-   * names must exist (400).
-   */
-  private derive(server: ServerRow, version: VersionRow, target: InstallationTarget | undefined, userScoped: readonly string[], dropUnknownScoped = false): Derived {
-    const source = inputSourceOf({ serverJson: version.serverJson, packages: version.packages ?? server.packages, remotes: version.remotes ?? server.remotes })
-    const derivation = deriveInputs(source, { target, userScopedKeys: userScoped })
-    if (!derivation.ok) {
-      if (derivation.target === null) throw notInstallable(`Version ${version.version} of "${server.slug}" has neither a package nor a remote: there is nothing to run.`)
-      throw invalid('target', derivation.reason)
-    }
-    const transport = targetTransport(source, derivation.target, server.transportType)
-    if (!transport.ok) throw invalid('target', transport.reason)
-    const unknown = dropUnknownScoped ? [] : unknownInputKeys(derivation.inputs, userScoped)
-    if (unknown.length > 0) throw invalid('user_scoped', `${unknown.join(', ')} ${unknown.length === 1 ? 'is not an input' : 'are not inputs'} of this target`)
-    return { version, target: derivation.target, transport: transport.transport, inputs: derivation.inputs }
-  }
-
-  /** An explicit satellite must be the team's or a global one (404 otherwise) and enabled; null asks for the automatic placement. */
-  private async placement(teamId: string, satelliteId: string | null | undefined, tx: Db): Promise<string | null> {
-    if (satelliteId === undefined || satelliteId === null) return this.automaticPlacement(teamId, tx)
-    const satellite = await this.deps.satellites.with(tx).find(satelliteId)
-    if (satellite === undefined || (satellite.satelliteType === 'team' && satellite.teamId !== teamId)) throw errors.notFound('Satellite')
-    if (satellite.disabledAt !== null) throw invalid('satellite_id', `the satellite ${satellite.name} is disabled`)
-    return satellite.id
-  }
-
-  /** The online satellite of the team, else the online global one, with the fewest installations (ties by id); null when none is online. */
-  private async automaticPlacement(teamId: string, tx: Db): Promise<string | null> {
-    const online = await this.deps.installations.with(tx).onlineSatellites(teamId, new Date(this.deps.clock.now() - OFFLINE_AFTER_MS))
-    const pick = (candidates: typeof online) => candidates.sort((a, b) => a.installations - b.installations || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))[0]
-    return (pick(online.filter((satellite) => satellite.teamId === teamId)) ?? pick(online.filter((satellite) => satellite.teamId === null)))?.id ?? null
-  }
-
   /** Inserts under the first free name of `slug`, `slug-2`, `slug-3`… (the unique index decides). */
   private async insertWithFreeName(row: InstallationRow, slug: string, tx: Db): Promise<InstallationRow | null> {
     const installations = this.deps.installations.with(tx)
@@ -489,8 +428,8 @@ export class InstallationService {
     return null
   }
 
-  /** Writes checked values: null unsets; a secret input's value is sealed to its place. */
-  private async writeValues(tx: Db, installationId: string, userId: string | null, inputs: readonly InstallationInput[], values: ValueMap, now: Date): Promise<void> {
+  /** Writes checked values: null unsets; a secret input's value is sealed to its place. `approvedKey`: a member's, the satellite key they set it for. */
+  private async writeValues(tx: Db, installationId: string, userId: string | null, inputs: readonly InstallationInput[], values: ValueMap, now: Date, approvedKey: string | null): Promise<void> {
     const installations = this.deps.installations.with(tx)
     for (const [key, value] of Object.entries(values)) {
       if (value === null) {
@@ -499,28 +438,10 @@ export class InstallationService {
       }
       const secret = inputs.find((input) => input.key === key)?.secret ?? true
       await installations.putValue({
-        installationId, userId, key, updatedAt: now, approvedKey: null,
+        installationId, userId, key, updatedAt: now, approvedKey,
         value: secret ? null : value,
         sealed: secret ? this.deps.box.seal(value, { installationId, userId, key }) : null,
       })
-    }
-  }
-
-  /**
-   * After the inputs changed: values of keys that are gone, or whose scope changed, are dropped;
-   * a value that is now a secret is sealed. A secret that is no longer one stays sealed (a value
-   * written as a secret is never shown).
-   */
-  private async reconcileValues(tx: Db, installationId: string, inputs: readonly InstallationInput[]): Promise<void> {
-    const installations = this.deps.installations.with(tx)
-    const byKey = new Map(inputs.map((input) => [input.key, input]))
-    for (const row of await installations.allValuesOf(installationId)) {
-      const input = byKey.get(row.key)
-      if (input === undefined || (input.scope === 'team') !== (row.userId === null)) {
-        await installations.deleteValue(installationId, row.userId, row.key)
-      } else if (input.secret && row.sealed === null && row.value !== null) {
-        await installations.putValue({ ...row, value: null, sealed: this.deps.box.seal(row.value, { installationId, userId: row.userId, key: row.key }) })
-      }
     }
   }
 
@@ -534,5 +455,12 @@ const keysOf = (values: ValueMap) => ({
   set: Object.keys(values).filter((key) => values[key] !== null),
   unset: Object.keys(values).filter((key) => values[key] === null),
 })
+
+/** A remote is reached over the network: an instance without one could never reach it. */
+function checkNetwork(kind: 'package' | 'remote', network: 'full' | 'none'): void {
+  if (kind === 'remote' && network === 'none') {
+    throw invalid('network', 'a remote target is reached over the network, so `none` would leave it unreachable; keep `full`, or choose a package target')
+  }
+}
 
 const sameValue = (a: unknown, b: unknown): boolean => (typeof a === 'object' && a !== null ? JSON.stringify(a) === JSON.stringify(b) : a === b)

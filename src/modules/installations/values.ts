@@ -1,3 +1,4 @@
+import { envNameOfKey, envNameProblem } from '../../formats/runtime-rules.js'
 import type { FieldProblem } from '../../http/errors.js'
 import type { InstallationInput } from './inputs.js'
 
@@ -66,7 +67,12 @@ export function checkValues(inputs: readonly InstallationInput[], values: ValueM
   for (const [key, value] of Object.entries(values)) {
     const field = `values.${key}`
     const input = inputs.find((each) => each.key === key)
+    const envName = envNameOfKey(key)
+    const loader = envName === null ? null : envNameProblem(envName)
     if (input === undefined) problems.push({ field, message: `${key} is not an input of this installation`, in: 'body' })
+    // An input of an entry written before the runtime rules: it exists, but takes no value (the
+    // satellite's document never carries it either); unsetting one is allowed.
+    else if (loader !== null && value !== null) problems.push({ field, message: `${key} cannot be given a value: ${loader}`, in: 'body' })
     else if (input.scope !== scope) {
       problems.push({
         field, in: 'body',

@@ -2,6 +2,9 @@ import type { InstallationDetail, SetValue } from '../../db/repositories/install
 import type { ReportedState } from '../../formats/satellite-reports.js'
 import type { InstallationInput } from '../../formats/installation-inputs.js'
 import type { InstallationView } from './schemas.js'
+import { keyFingerprint } from '../satellites/fingerprint.js'
+import { unplacedReason, type PlacementRules } from './placement.js'
+import { usableOn } from './own-values.js'
 
 /**
  * How an installation reads, from one caller's point of view: the team's values and the caller's
@@ -33,8 +36,31 @@ const NO_VALUES: ValuesForCaller = { team: new Map(), own: new Map() }
 
 export type { ReportedState }
 
-/** An input as the API shows it; the value only when it is not a secret (`showOwn`: the caller's own value of a user input). */
-export function inputView(input: InstallationInput, set: SetValue | undefined): InputView {
+/**
+ * The caller's own values that may be used where the installation is (all of them while it is
+ * unplaced, or on a global satellite; on a team's satellite those set for its current key), and
+ * the keys of the others: dropped when the installation moved, or set for a key it no longer has.
+ */
+export function usableOwn(own: ReadonlyMap<string, SetValue>, satellite: InstallationDetail['satellite']): { usable: Map<string, SetValue>; dropped: Set<string> } {
+  const usable = new Map<string, SetValue>()
+  const dropped = new Set<string>()
+  if (own.size === 0) return { usable, dropped }
+  const sealing = satellite === null ? null : { type: satellite.type, publicKey: satellite.publicKey }
+  const fingerprint = sealing === null ? null : keyFingerprint(sealing.publicKey)
+  for (const [key, value] of own) {
+    if (usableOn(value, sealing, fingerprint)) usable.set(key, value)
+    else dropped.add(key)
+  }
+  return { usable, dropped }
+}
+
+const DROPPED_NOTE = "Your value was dropped: the installation moved to another satellite, or its satellite's key changed, since you set it. Set it again to have it used on the satellite it is on now."
+
+/**
+ * An input as the API shows it; the value only when it is not a secret. `dropped`: the caller's
+ * own value that may not be used where the installation is now (it reads as unset, with why).
+ */
+export function inputView(input: InstallationInput, set: SetValue | undefined, dropped = false): InputView {
   const view: InputView = {
     key: input.key, kind: input.kind, description: input.description, required: input.required, secret: input.secret, scope: input.scope,
     is_set: set !== undefined,
@@ -43,6 +69,7 @@ export function inputView(input: InstallationInput, set: SetValue | undefined): 
   if (input.choices !== undefined) view.choices = input.choices
   if (input.format !== undefined) view.format = input.format
   if (set !== undefined && !input.secret && set.value !== null) view.value = set.value
+  if (set === undefined && dropped) view.unset_reason = DROPPED_NOTE
   return view
 }
 
@@ -60,16 +87,34 @@ export function missingInputs(inputs: readonly InstallationInput[], values: Valu
 
 const listed = (keys: string[]): string => keys.join(', ')
 
+/** Why the caller's own inputs are missing: never set, or dropped by a move (`dropped`). */
+function ownMissingReason(missing: string[], dropped: ReadonlySet<string>, satellite: InstallationDetail['satellite']): string {
+  const moved = missing.filter((key) => dropped.has(key))
+  const unset = missing.filter((key) => !dropped.has(key))
+  const parts: string[] = []
+  if (moved.length > 0) {
+    const where = satellite === null ? 'another satellite' : `the satellite ${satellite.name}`
+    parts.push(`Your own ${listed(moved)} ${moved.length === 1 ? 'was' : 'were'} dropped: the installation moved to ${where}, or that satellite's key changed, since you set ${moved.length === 1 ? 'it' : 'them'}. ` +
+      `Set ${moved.length === 1 ? 'it' : 'them'} again (PUT …/my-values) to have ${moved.length === 1 ? 'it' : 'them'} used there.`)
+  }
+  if (unset.length > 0) parts.push(`You have not set your own ${listed(unset)} (PUT …/my-values).`)
+  return parts.join(' ')
+}
+
 /** The status and its reason, in the order that decides: configuration, the team's wish, placement, the satellite. */
-export function statusOf(detail: InstallationDetail, missing: { team: string[]; own: string[] }, silentSince: Date, state?: ReportedState): { status: Status; reason: string } {
+export function statusOf(
+  detail: InstallationDetail, missing: { team: string[]; own: string[] }, silentSince: Date, rules: PlacementRules, state?: ReportedState, dropped: ReadonlySet<string> = new Set(),
+): { status: Status; reason: string } {
   const { installation, satellite } = detail
   if (missing.team.length > 0) return { status: 'needs_config', reason: `A team admin must set ${listed(missing.team)} (PUT …/values).` }
-  if (missing.own.length > 0) return { status: 'needs_config', reason: `You have not set your own ${listed(missing.own)} (PUT …/my-values).` }
+  if (missing.own.length > 0) return { status: 'needs_config', reason: ownMissingReason(missing.own, dropped, satellite) }
   if (installation.desired === 'stopped') return { status: 'stopped', reason: 'Stopped by the team (desired: stopped).' }
-  if (satellite === null) {
-    return { status: 'pending', reason: "No satellite runs it yet: it is placed when one of the team's satellites, or a global one, is online." }
-  }
+  if (satellite === null) return { status: 'pending', reason: unplacedReason(detail.serverVisibility, rules) }
   if (satellite.disabledAt !== null) return { status: 'pending', reason: `Its satellite ${satellite.name} is disabled; it is being placed on another one.` }
+  // Recorded by the backend when it built the satellite's document: this instance was left out.
+  if (state?.unresolved === true && state.specRevision === installation.specRevision) {
+    return { status: 'failed', reason: `It could not be resolved, so ${satellite.name} was not asked to run it: ${state.message ?? 'no reason recorded'}` }
+  }
   const reporting = satellite.status === 'active' || satellite.status === 'degraded' || satellite.status === 'error'
   if (!reporting) return { status: 'pending', reason: `Waiting for its satellite ${satellite.name}, which has not reported since it registered.` }
   if (satellite.offlineAt !== null) {
@@ -92,11 +137,13 @@ export function endpointOf(detail: InstallationDetail): string | null {
   return `${url.replace(/\/+$/, '')}/mcp/${detail.installation.id}`
 }
 
-export function installationView(detail: InstallationDetail, values: ValuesForCaller | undefined, silentSince: Date, state?: ReportedState): InstallationView {
+export function installationView(detail: InstallationDetail, values: ValuesForCaller | undefined, silentSince: Date, rules: PlacementRules, state?: ReportedState): InstallationView {
   const { installation } = detail
-  const mine = values ?? NO_VALUES
+  const given = values ?? NO_VALUES
+  const own = usableOwn(given.own, detail.satellite)
+  const mine: ValuesForCaller = { team: given.team, own: own.usable }
   const missing = missingInputs(installation.inputs, mine)
-  const { status, reason } = statusOf(detail, missing, silentSince, state)
+  const { status, reason } = statusOf(detail, missing, silentSince, rules, state, own.dropped)
   return {
     id: installation.id,
     team_id: installation.teamId,
@@ -107,7 +154,8 @@ export function installationView(detail: InstallationDetail, values: ValuesForCa
     target: { kind: installation.targetKind, index: installation.targetIndex, transport: installation.transport },
     satellite_id: installation.satelliteId,
     desired: installation.desired,
-    inputs: installation.inputs.map((input) => inputView(input, input.scope === 'team' ? mine.team.get(input.key) : mine.own.get(input.key))),
+    network: installation.network,
+    inputs: installation.inputs.map((input) => (input.scope === 'team' ? inputView(input, mine.team.get(input.key)) : inputView(input, mine.own.get(input.key), own.dropped.has(input.key)))),
     missing_inputs: [...missing.team, ...missing.own],
     instance_mode: installation.inputs.some((input) => input.scope === 'user') ? 'per_user' : 'shared',
     status,

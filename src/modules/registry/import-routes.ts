@@ -76,9 +76,10 @@ const ImportResultView = Type.Object({
   server_id: Type.Optional(Type.String({ description: 'The catalogue server the document created or matched; absent for an invalid document.' })),
   errors: Type.Optional(Type.Array(DocumentProblemView, { description: 'Why the document was not imported (invalid only).' })),
   warnings: Type.Optional(Type.Array(DocumentProblemView, {
-    description: 'Packages and remotes the catalogue cannot run (a registry type it does not hold, an identifier, environment variable or header its rules refuse): ' +
+    description: 'Packages and remotes the catalogue cannot run (a registry type it does not hold, an identifier, environment variable or header its rules refuse, ' +
+      'a version, runner option or variable that would make a satellite run more than the package): ' +
       'the document was imported with them kept in its stored document and export, but they are not in the server\'s `packages` / `remotes`, ' +
-      'so installations do not offer them. `field` names the member at fault, e.g. `packages[1].registryType`. Absent when there are none.',
+      'so installations do not offer them. `field` names the member at fault, e.g. `packages[1].registryType` or `packages[0].version`. Absent when there are none.',
   })),
 })
 
@@ -144,9 +145,11 @@ export const registryImportRoutes: FastifyPluginAsyncTypebox = async (app) => {
         'own fields follow a document only when its version is then the server\'s latest, so importing an older version later changes nothing else.',
         'The version\'s status comes from the list item\'s `_meta` (registry status `deleted` → `yanked`; a version yanked here stays yanked).',
         'The document\'s version must be a semantic version. A package the catalogue cannot run — a registry type other than npm, pypi, oci, nuget',
-        'and mcpb (the format leaves the type open), or an identifier or environment variable the catalogue\'s own package rules refuse — and likewise',
-        'a remote its rules refuse, does not refuse the document, whatever its shape: it is kept in the stored document and the export, left out of the',
-        'server\'s `packages` / `remotes` (installations do not offer it), and named in the result\'s `warnings`, so that exported documents import again.',
+        'and mcpb (the format leaves the type open), or an identifier or environment variable the catalogue\'s own package rules refuse, or a package that',
+        'would make a satellite run more than itself (a `file:`, URL or git version, a dist-tag, a runtime argument other than the harmless few or without',
+        'a fixed value, a variable such as `NODE_OPTIONS`) — and likewise a remote its rules refuse, does not refuse the document, whatever its shape:',
+        'it is kept in the stored document and the export, left out of the server\'s `packages` / `remotes` (installations refuse it), and named in the',
+        'result\'s `warnings`, so that exported documents import again.',
         'Remote and package-transport URLs follow the registry\'s own rule — http or https, a host, no whitespace or control characters —',
         'so `{name}` template segments (filled in from the remote\'s `variables`) and placeholders such as `?key=<YOUR_TOKEN>` are kept; remotes',
         'keep their `headers` and `variables` in the catalogue and in the export. The older shapes had no length rules: a description over',

@@ -1,4 +1,5 @@
 import { HttpUrl, normalizePackages, ServerPackage as PackageSchema, ServerRemote as RemoteSchema, type ServerPackage, type ServerRemote } from '../../formats/catalogue-entries.js'
+import { documentPackageProblems } from '../../formats/package-rules.js'
 import { parseVersion } from '../catalogue/semver-key.js'
 import { checker, fieldOf, type DocumentProblem } from './server-json-rules.js'
 import type { ReadDocument, RegistryInput, RegistryPackage, RegistryRemote, ServerJson } from './server-json.js'
@@ -66,7 +67,9 @@ const MAX_CATALOGUE_DESCRIPTION = 1000
  * A package or remote the catalogue cannot run — a registry type it does not hold (the format
  * leaves `registryType` open: `cargo`, or the May 2025 seed's `unknown`), an identifier, an
  * environment variable or a remote its own rules refuse (the same rules as for servers created by
- * hand) — does not cost the server: it is kept in the stored document, so the export gives it
+ * hand), or one that would make a satellite run more than the package (runtime-rules.ts: a version
+ * that is not a version of its registry, a runner option, a loader-changing environment
+ * variable) — does not cost the server: it is kept in the stored document, so the export gives it
  * back as published, and left out of the catalogue's packages or remotes, so installations never
  * offer it. Every such part is named in `notCatalogued`. The same rule holds whatever shape the
  * document came in, so that a document this service exports imports again.
@@ -187,5 +190,10 @@ function cataloguePackage(item: RegistryPackage, index: number): { package: Serv
     if (member === 'registry_type') return at('registryType')
     return at(...path)
   })
-  return problems.length > 0 ? { problems } : { package: mapped }
+  if (problems.length > 0) return { problems }
+  // What the package would make a satellite run beyond itself (a `file:` version, a runner option,
+  // a loader-changing environment variable): the package is not catalogued, and installations,
+  // which read the stored document, refuse it by the same rules.
+  const refused = documentPackageProblems(item as unknown as Record<string, unknown>, at(), 'global')
+  return refused.length > 0 ? { problems: refused } : { package: mapped }
 }

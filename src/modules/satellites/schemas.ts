@@ -81,6 +81,17 @@ export const PublicKey = Type.String({
   description: 'base64url (no padding) of a raw X25519 public key (32 bytes): the secrets in its desired-state documents are sealed to it. Without one, the satellite is given no instance that has secrets.',
 })
 
+const ISOLATION_TEXT = 'How the satellite keeps its instances apart: `process-sandbox` (each in its own sandbox: own PID, IPC, UTS and mount namespaces, read-only system), ' +
+  '`container` (each in its own container) or `none` (plain child processes). Team-defined servers run on a global satellite only when it is not `none` ' +
+  '(and `global.team_servers_on_global_satellites` allows it).'
+const RUNTIMES_TEXT = 'The runtimes it can launch packages with (`node`, `npx`, `uvx`, `docker`, …): lower-case names of at most 32 characters, at most 20 of them. ' +
+  'Informative: placement does not read them.'
+
+/** How a satellite keeps its instances apart, as it reports it. */
+const isolation = (more = '') => Type.Union([Type.Literal('none'), Type.Literal('process-sandbox'), Type.Literal('container')], { description: `${ISOLATION_TEXT}${more}` })
+/** The runtimes a satellite says it can launch packages with. */
+const runtimes = (more = '') => Type.Array(Type.String({ pattern: '^[a-z0-9][a-z0-9._-]{0,31}$' }), { maxItems: 20, uniqueItems: true, description: `${RUNTIMES_TEXT}${more}` })
+
 export const RegisterBody = Type.Object({
   name: SatelliteName,
   capabilities: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: 50, uniqueItems: true })),
@@ -90,12 +101,16 @@ export const RegisterBody = Type.Object({
   })),
   system_info: Type.Optional(SystemInfo),
   public_key: Type.Optional(PublicKey),
+  isolation: Type.Optional(isolation(' Default `none`.')),
+  runtimes: Type.Optional(runtimes(' Default none (`[]`).')),
 }, closed)
 
 export const HeartbeatBody = Type.Object({
   status: Type.Union([Type.Literal('active'), Type.Literal('degraded'), Type.Literal('error')]),
   system_metrics: SystemMetrics,
   version: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+  isolation: Type.Optional(isolation(" Absent: unchanged. A global satellite that reports `none` gives up its team-defined servers' installations at once (they are placed again elsewhere, or wait).")),
+  runtimes: Type.Optional(runtimes(' Absent: unchanged.')),
 }, closed)
 
 export const SatelliteStatus = Type.Union([
@@ -115,6 +130,10 @@ export const SatelliteView = Type.Object({
   system_info: Nullable(SystemInfo),
   system_metrics: Nullable(SystemMetrics),
   version: Nullable(Type.String()),
+  isolation: isolation(),
+  runtimes: runtimes(),
+  public_key_fingerprint: Nullable(Type.String({ description: '`sha256:` and the base64url of the SHA-256 of its raw 32-byte public key; null while it has none.' })),
+  public_key_changed_at: Nullable(Type.String({ format: 'date-time', description: 'When its public key was last replaced (not first set); null: never replaced.' })),
   last_heartbeat_at: Nullable(Type.String({ format: 'date-time' })),
   disabled_at: Nullable(Type.String({ format: 'date-time', description: 'Since when an admin has it disabled.' })),
   registered_at: Timestamp,

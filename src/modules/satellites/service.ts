@@ -2,7 +2,7 @@ import type { RegistrationCaller, SatelliteCaller } from '../../auth/caller.js'
 import { SATELLITE_KEY_PREFIX } from '../../auth/credentials-from-request.js'
 import { newId } from '../../db/ids.js'
 import type { RegistrationTokensRepository } from '../../db/repositories/registration-tokens.js'
-import type { ReportedStatus, SatelliteFilter, SatelliteRow, SatellitesRepository } from '../../db/repositories/satellites.js'
+import type { ReportedStatus, SatelliteFilter, SatelliteIsolation, SatelliteRow, SatellitesRepository } from '../../db/repositories/satellites.js'
 import type { TeamsRepository } from '../../db/repositories/teams.js'
 import type { Database } from '../../db/types.js'
 import { errors } from '../../http/errors.js'
@@ -28,6 +28,8 @@ export interface Registration {
   satellite_url?: string
   system_info?: SatelliteSystemInfo
   public_key?: string
+  isolation?: SatelliteIsolation
+  runtimes?: string[]
 }
 
 const LOOPBACK_HOSTS = new Set(['127.0.0.1', '[::1]', 'localhost'])
@@ -53,6 +55,10 @@ export interface Heartbeat {
   status: ReportedStatus
   system_metrics: SatelliteMetrics
   version?: string
+  /** Absent: unchanged. */
+  isolation?: SatelliteIsolation
+  /** Absent: unchanged. */
+  runtimes?: string[]
 }
 
 /** Satellites: pairing, their keys, heartbeats and management. No Fastify types here. */
@@ -76,6 +82,8 @@ export class SatelliteService {
       keyDigest: digest(secret), capabilities: input.capabilities ?? [],
       satelliteUrl: input.satellite_url === undefined ? null : checkSatelliteUrl(input.satellite_url), publicKey: input.public_key ?? null,
       systemInfo: input.system_info ?? null, registeredAt: now, updatedAt: now,
+      // What it says now: a re-registration without them goes back to the defaults.
+      isolation: input.isolation ?? 'none', runtimes: input.runtimes ?? [],
     }
     if (input.public_key !== undefined && !(await isUsablePublicKey(input.public_key))) {
       throw errors.validation([{ field: 'public_key', message: 'is not an X25519 public key', in: 'body' }])
@@ -95,7 +103,7 @@ export class SatelliteService {
           ? await rows.insert({
             id: newId(), name: input.name, satelliteType: token.scope, teamId: token.teamId, status: 'inactive', disabledAt: null,
             systemMetrics: null, version: null, lastHeartbeatAt: null, createdAt: now, desiredStamp: 0,
-            publicKeyChangedAt: null, isolation: 'none', runtimes: [], offlineAt: null, ...details,
+            publicKeyChangedAt: null, offlineAt: null, ...details,
           })
           : await rows.reRegister(existing.id, { ...details, ...(keyReplaced(existing.publicKey, details.publicKey) ? { publicKeyChangedAt: now } : {}) })
         if (row === null) continue
@@ -123,7 +131,9 @@ export class SatelliteService {
   }
 
   async heartbeat(id: string, report: Heartbeat): Promise<SatelliteRow> {
-    const row = await this.deps.satellites.heartbeat(id, { status: report.status, metrics: report.system_metrics, version: report.version, now: this.now() })
+    const row = await this.deps.satellites.heartbeat(id, {
+      status: report.status, metrics: report.system_metrics, version: report.version, isolation: report.isolation, runtimes: report.runtimes, now: this.now(),
+    })
     if (row !== null) return row
     // Disabled or deleted since its key was checked.
     if ((await this.deps.satellites.find(id)) !== undefined) throw errors.satelliteDisabled()

@@ -2,6 +2,7 @@ import { isoOrNull } from '../../http/envelope.js'
 import { registrationTokenStatus, type RegistrationTokenRow } from '../../db/repositories/registration-tokens.js'
 import { satelliteStatus, type SatelliteRow } from '../../db/repositories/satellites.js'
 import { isoTime } from '../../lib/iso-time.js'
+import { keyFingerprint } from './fingerprint.js'
 
 export function tokenView(row: RegistrationTokenRow, now: Date) {
   return {
@@ -31,6 +32,10 @@ export function satelliteView(row: SatelliteRow, silentSince: Date) {
     system_info: row.systemInfo,
     system_metrics: row.systemMetrics,
     version: row.version,
+    isolation: row.isolation,
+    runtimes: row.runtimes,
+    public_key_fingerprint: keyFingerprint(row.publicKey),
+    public_key_changed_at: isoOrNull(row.publicKeyChangedAt),
     last_heartbeat_at: isoOrNull(row.lastHeartbeatAt),
     disabled_at: isoOrNull(row.disabledAt),
     registered_at: isoTime(row.registeredAt),

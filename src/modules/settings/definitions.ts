@@ -39,7 +39,7 @@ export interface SettingGroup {
 const define = <T extends SettingType>(definition: SettingDefinition<T>) => definition
 
 export const CORE_GROUPS: readonly SettingGroup[] = [
-  { id: 'global', name: 'Global', description: 'Master switches for sign-in, registration, mail and documentation.' },
+  { id: 'global', name: 'Global', description: 'Master switches for sign-in, registration, mail and documentation, and what shared (global) satellites run for teams.' },
   { id: 'team', name: 'Teams', description: 'Limits applied to teams.' },
   { id: 'provider-oauth', name: 'Provider OAuth', description: 'Sign-in with a GitHub-compatible identity provider.' },
   { id: 'smtp', name: 'SMTP', description: 'Outgoing mail server used for verification, reset and test mails.' },
@@ -70,6 +70,16 @@ export const CORE_SETTINGS = {
   'global.enable_swagger_docs': define({
     group: 'global', type: 'boolean', default: true, name: 'Enable API documentation',
     description: 'Serves /documentation; when off those routes answer 404.',
+  }),
+  'global.team_servers_on_global_satellites': define({
+    group: 'global', type: 'boolean', default: false, name: 'Team servers on global satellites',
+    description: 'Team-defined servers may run on global satellites that isolate their instances (isolation other than none). Off: a server a team defined ' +
+      "runs only on that team's own satellites. Switching it off moves the team servers' installations off the global satellites at once (to the team's satellites, or pending).",
+  }),
+  'global.team_quota_per_global_satellite': define({
+    group: 'global', type: 'number', default: 20, name: 'Team quota per global satellite', min: 0, max: 10_000,
+    description: 'The most installations one team may have placed on one global satellite (a per-user installation counts once, whatever its members). ' +
+      'Checked when an installation is placed; lowering it moves nothing that is placed already. 0: teams place nothing on global satellites.',
   }),
   'team.creation_limit': define({
     group: 'team', type: 'number', default: 3, name: 'Team creation limit', min: 0, max: 10_000,

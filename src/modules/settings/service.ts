@@ -65,6 +65,12 @@ interface Deps {
 /** Why a value is refused (a sentence fit for the client), or null when it is acceptable. */
 export type SettingCheck = (value: SettingPrimitive) => Promise<string | null>
 
+/**
+ * What a write of a setting also changes elsewhere, in the write's own transaction (so the two
+ * commit together); it may answer what to do once that transaction has committed.
+ */
+export type SettingReaction = (value: SettingPrimitive, tx: Db) => Promise<(() => Promise<void>) | void>
+
 export class SettingsService {
   readonly groups: readonly SettingGroup[]
   private readonly definitions: ReadonlyMap<string, SettingDefinition>
@@ -77,6 +83,7 @@ export class SettingsService {
   private checkedAt = Number.NEGATIVE_INFINITY
   private revalidating: Promise<void> | null = null
   private readonly checks = new Map<string, SettingCheck>()
+  private readonly reactions = new Map<string, SettingReaction[]>()
   private readonly feed: ChangeFeed | undefined
   /** Whether the cache is current until a notification says otherwise. */
   private trusted = false
@@ -129,6 +136,15 @@ export class SettingsService {
    */
   addCheck(key: string, check: SettingCheck): void {
     this.checks.set(key, check)
+  }
+
+  /**
+   * Something that follows `key` (e.g. what may run where): run on every write of it through this
+   * service, inside the write's transaction. A write made by another process (the command-line
+   * tool) is not seen here; whoever registers a reaction must also catch up on its own.
+   */
+  onWrite(key: string, reaction: SettingReaction): void {
+    this.reactions.set(key, [...(this.reactions.get(key) ?? []), reaction])
   }
 
   definition(key: string): SettingDefinition | undefined {
@@ -192,8 +208,18 @@ export class SettingsService {
       key,
       value: this.encode(this.definitions.get(key)!, value as SettingPrimitive),
     }))
-    await this.repository.write(writes, new Date(this.clock.now()), alongside)
+    const afterwards: Array<() => Promise<void>> = []
+    await this.repository.write(writes, new Date(this.clock.now()), async (tx) => {
+      await alongside?.(tx)
+      for (const { key, value } of changes) {
+        for (const reaction of this.reactions.get(key) ?? []) {
+          const then = await reaction(value as SettingPrimitive, tx)
+          if (then !== undefined) afterwards.push(then)
+        }
+      }
+    })
     await this.reload()
+    for (const then of afterwards) await then()
     return changes.map(({ key }) => this.view(key, this.definitions.get(key)!))
   }
 
