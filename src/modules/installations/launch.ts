@@ -1,6 +1,7 @@
 import type { InstallationInput, InstallationTarget } from '../../formats/installation-inputs.js'
 import type { Visibility } from '../../formats/package-rules.js'
 import { entriesOf, packagesOf, placeholdersOf, remotesOf, type Entries, type InputSource } from './inputs.js'
+import type { Launch, LaunchArg, PackageLaunch, ResolvedLaunch, SecretPlacement } from './launch-shape.js'
 import { launchRuleProblem } from './target-rules.js'
 
 /**
@@ -16,40 +17,7 @@ type Json = Record<string, unknown>
 const isObject = (value: unknown): value is Json => value !== null && typeof value === 'object' && !Array.isArray(value)
 const textOf = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined)
 
-/** An argv entry: a word, or the slot of a secret value (from `secrets`). */
-export type LaunchArg = string | { secret: string }
-
-export interface PackageLaunch {
-  kind: 'package'
-  registry_type: string
-  identifier: string
-  version: string | null
-  runtime_hint: string | null
-  runtime_args: LaunchArg[]
-  package_args: LaunchArg[]
-  env: Record<string, string>
-  transport: { type: string; url?: string; headers?: Record<string, string> }
-}
-
-export interface RemoteLaunch {
-  kind: 'remote'
-  url: string
-  transport: string
-  headers: Record<string, string>
-}
-
-export type Launch = PackageLaunch | RemoteLaunch
-
-/** A secret value and where it goes (`env:X`, `arg:k`, `header:Y`, `urlvar:n`). */
-export interface SecretPlacement {
-  target: string
-  value: string
-}
-
-export interface ResolvedLaunch {
-  launch: Launch
-  secrets: SecretPlacement[]
-}
+export type { Launch, LaunchArg, PackageLaunch, RemoteLaunch, ResolvedLaunch, SecretPlacement } from './launch-shape.js'
 
 /**
  * A launch, or why there is none: the target is no longer in the version (its entry changed), or

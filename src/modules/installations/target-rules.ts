@@ -2,7 +2,7 @@ import { cataloguePackageProblems, documentPackageProblems, type Visibility } fr
 import { envNameOfKey, envNameProblem, identifierProblem, runtimeArgsProblem, versionProblem } from '../../formats/runtime-rules.js'
 import type { InstallationTarget } from '../../formats/installation-inputs.js'
 import { packagesOf, type InputSource } from './inputs.js'
-import type { ResolvedLaunch } from './launch.js'
+import type { ResolvedLaunch } from './launch-shape.js'
 
 /**
  * The runtime rules (formats/runtime-rules.ts) where installations meet them. The catalogue
