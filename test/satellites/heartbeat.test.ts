@@ -115,7 +115,7 @@ describe.each(DIALECTS)('satellite heartbeats and keys on %s', (dialect) => {
       expect(response.headers['content-type']).toMatch(/^application\/json/)
       expect(response.json()).toEqual({
         success: true,
-        data: { satellite: { id: satellite.id, status: 'active', last_heartbeat_at: nowIso() }, heartbeat_interval_seconds: 30 },
+        data: { satellite: { id: satellite.id, satellite_type: 'global', status: 'active', last_heartbeat_at: nowIso() }, heartbeat_interval_seconds: 30 },
       })
 
       const shown = await satelliteOf(satellite.id)
@@ -131,7 +131,7 @@ describe.each(DIALECTS)('satellite heartbeats and keys on %s', (dialect) => {
       const metrics = { cpu_usage_percent: 97, memory_usage_mb: 2048 }
       const degraded = await heartbeat(app, satellite.id, satellite.apiKey, { status: 'degraded', system_metrics: metrics })
       expect(degraded.statusCode, degraded.body).toBe(200)
-      expect(degraded.json().data.satellite).toEqual({ id: satellite.id, status: 'degraded', last_heartbeat_at: nowIso() })
+      expect(degraded.json().data.satellite).toEqual({ id: satellite.id, satellite_type: 'global', status: 'degraded', last_heartbeat_at: nowIso() })
       expect(await satelliteOf(satellite.id)).toMatchObject({ status: 'degraded', system_metrics: metrics, version: '2.0.0', last_heartbeat_at: nowIso() })
       expect(await storedRow(satellite.id)).toEqual({ status: 'degraded', hasHeartbeat: true })
 
@@ -174,7 +174,7 @@ describe.each(DIALECTS)('satellite heartbeats and keys on %s', (dialect) => {
 
       const back = await heartbeat(app, satellite.id, satellite.apiKey)
       expect(back.statusCode, back.body).toBe(200)
-      expect(back.json().data.satellite).toEqual({ id: satellite.id, status: 'active', last_heartbeat_at: nowIso() })
+      expect(back.json().data.satellite).toEqual({ id: satellite.id, satellite_type: 'global', status: 'active', last_heartbeat_at: nowIso() })
       await expectStatus(satellite.id, 'active')
     })
 

@@ -101,8 +101,8 @@ export class Backend {
     await this.call('POST', this.own('/offline'), { timeoutMs })
   }
 
-  async heartbeat(body: HeartbeatBody): Promise<{ heartbeat_interval_seconds?: number }> {
-    return (await this.call('POST', this.own('/heartbeat'), { body })) as { heartbeat_interval_seconds?: number }
+  async heartbeat(body: HeartbeatBody): Promise<{ satellite?: { satellite_type?: string }; heartbeat_interval_seconds?: number }> {
+    return (await this.call('POST', this.own('/heartbeat'), { body })) as { satellite?: { satellite_type?: string }; heartbeat_interval_seconds?: number }
   }
 
   /**

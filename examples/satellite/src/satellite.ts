@@ -264,6 +264,12 @@ export class Satellite {
     const metrics = this.metrics()
     const answer = await this.withIsolationReport((report) => this.backend.heartbeat({ ...metrics, ...report }))
     if (typeof answer.heartbeat_interval_seconds === 'number' && answer.heartbeat_interval_seconds >= 5) this.heartbeatSeconds = answer.heartbeat_interval_seconds
+    // A pairing saved before the type was kept counts as shared until the backend says whom it serves.
+    const type = answer.satellite?.satellite_type
+    if (this.pairing !== undefined && this.pairing.satellite_type === undefined && (type === 'team' || type === 'global')) {
+      this.pairing = { ...this.pairing, satellite_type: type }
+      await this.store.save(this.pairing)
+    }
   }
 
   private metrics(): HeartbeatBody {

@@ -65,7 +65,7 @@ export const satelliteAgentRoutes: FastifyPluginAsyncTypebox = async (app) => {
     const view = satelliteView(row, satellites().silentSince())
     return {
       success: true as const,
-      data: { satellite: { id: view.id, status: view.status, last_heartbeat_at: view.last_heartbeat_at! }, heartbeat_interval_seconds: HEARTBEAT_INTERVAL_SECONDS },
+      data: { satellite: { id: view.id, satellite_type: view.satellite_type, status: view.status, last_heartbeat_at: view.last_heartbeat_at! }, heartbeat_interval_seconds: HEARTBEAT_INTERVAL_SECONDS },
     }
   })
 }

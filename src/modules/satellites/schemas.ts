@@ -147,7 +147,14 @@ export const RegisteredEnvelope = Ok(Type.Object({
 }))
 
 export const HeartbeatEnvelope = Ok(Type.Object({
-  satellite: Type.Object({ id: Type.String(), status: SatelliteStatus, last_heartbeat_at: Type.String({ format: 'date-time' }) }),
+  satellite: Type.Object({
+    id: Type.String(),
+    satellite_type: Type.Union([Type.Literal('global'), Type.Literal('team')], {
+      description: 'Whom it serves: a satellite that kept no type from its registration learns here whether it serves several teams (and so guards its egress).',
+    }),
+    status: SatelliteStatus,
+    last_heartbeat_at: Type.String({ format: 'date-time' }),
+  }),
   heartbeat_interval_seconds: Type.Integer({ description: 'When to send the next heartbeat.' }),
 }))
 
