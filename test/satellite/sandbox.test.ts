@@ -8,11 +8,12 @@
  * npx options), a satellite without bubblewrap, and one whose operator chose ISOLATION=none.
  */
 import { createServer, type Server } from 'node:net'
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { ChildTransport } from '../../examples/satellite/src/child-transport.js'
 import { ManagedInstance } from '../../examples/satellite/src/instance.js'
 import { defaultIsolationSettings, Isolation, type IsolationSettings } from '../../examples/satellite/src/isolation.js'
 import { SatelliteKeys } from '../../examples/satellite/src/sealing.js'
@@ -289,6 +290,23 @@ describe('reference satellite: each instance in its own sandbox', () => {
     } finally {
       await bare.close()
     }
+  })
+
+  it("a package installed under the host's /tmp is shown to its sandbox: its own /tmp does not hide it", async () => {
+    const folder = mkdtempSync(join(tmpdir(), 'sat-installed-'))
+    chmodSync(folder, 0o755)
+    writeFileSync(join(folder, 'index.js'), "process.stdout.write('ran from ' + __dirname + '\\n')\n")
+    const child = await isolation.child({
+      command: process.execPath, args: [join(folder, 'index.js')], env: {}, runner: 'node', readOnly: [folder], description: 'a script under /tmp',
+    }, `tmp-${process.pid}`, 'full')
+    const lines: string[] = []
+    const transport = new ChildTransport({ ...child, onLine: (_stream, text) => lines.push(text) })
+    const ended = new Promise<void>((resolve) => (transport.onclose = resolve))
+    await transport.start()
+    await ended
+    rmSync(folder, { recursive: true, force: true })
+    expect(transport.exit).toEqual({ code: 0, signal: null })
+    expect(lines).toContain(`ran from ${folder}`)
   })
 
   it('removing an instance removes its private folder', async () => {

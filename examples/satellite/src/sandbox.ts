@@ -98,10 +98,12 @@ export function bubblewrapCall(plan: SandboxPlan, setup: SandboxSetup): Bubblewr
   for (const path of [nodePrefix(), ...plan.readOnly]) {
     if (!binds.some((bind) => covers(bind, path))) binds.push({ source: path, target: path })
   }
+  // Its own /tmp comes first: a package (or node) installed under the host's /tmp is bound on top
+  // of it, not hidden by it.
+  args.push('--size', String(setup.limits.tmpMb * 1024 * 1024), '--perms', '1777', '--tmpfs', '/tmp')
   for (const bind of binds) args.push('--ro-bind', bind.source, bind.target)
   for (const target of hiddenTargets(binds, setup.hidden)) args.push('--tmpfs', target, '--remount-ro', target)
   args.push(
-    '--size', String(setup.limits.tmpMb * 1024 * 1024), '--perms', '1777', '--tmpfs', '/tmp',
     '--proc', '/proc',
     '--dev', '/dev',
     '--bind', plan.home, SANDBOX_HOME,
