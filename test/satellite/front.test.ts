@@ -1,6 +1,8 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { McpError } from '@modelcontextprotocol/sdk/types.js'
+import { UNRESTRICTED } from '../../examples/satellite/src/egress.js'
 import { Front } from '../../examples/satellite/src/front.js'
 import { ManagedInstance } from '../../examples/satellite/src/instance.js'
 import { Isolation } from '../../examples/satellite/src/isolation.js'
@@ -8,6 +10,7 @@ import { silentLogger } from '../../examples/satellite/src/logger.js'
 import { SatelliteKeys } from '../../examples/satellite/src/sealing.js'
 import { TokenChecker } from '../../examples/satellite/src/tokens.js'
 import type { Instance, TokenClaims } from '../../examples/satellite/src/types.js'
+import { REFUSAL, startRemoteServer, type RemoteServer } from './remote-server.js'
 import { everythingInstance, recordingHooks, sealTo, waitFor } from './support.js'
 
 const BACKEND = 'http://127.0.0.1:9'
@@ -15,7 +18,8 @@ const BACKEND = 'http://127.0.0.1:9'
 /**
  * The satellite's HTTP front with real servers behind it: the OAuth protected-resource surface
  * (metadata, 401 challenges), the token rules, per-user instances, hidden tools, and MCP clients
- * (the official SDK over streamable HTTP) listing and calling tools through it. Tokens are
+ * (the official SDK over streamable HTTP) listing and calling tools through it, and receiving a
+ * server's errors as the server answered them. Tokens are
  * checked by the satellite's introspection cache, fed here by a table instead of the backend
  * (the end-to-end test uses the backend).
  */
@@ -35,6 +39,9 @@ describe('reference satellite: HTTP front', () => {
   const perUser = everythingInstance({ team_id: 'team-a' })
   const alice: Instance = { ...perUser, instance_id: `${perUser.installation_id}:alice`, user_id: 'alice' }
   const bob: Instance = { ...perUser, instance_id: `${perUser.installation_id}:bob`, user_id: 'bob' }
+  /** A remote server on loopback that answers its tool with a JSON-RPC error. */
+  let remote: RemoteServer
+  let refusing: Instance
 
   const token = (name: string, claims: Partial<TokenClaims>): string => {
     const value = `tok_${name}_${Math.random().toString(36).slice(2)}`
@@ -81,13 +88,19 @@ describe('reference satellite: HTTP front', () => {
       instance.update(sealed)
       placed.push(instance)
     }
-    await waitFor(() => placed.every((instance) => instance.phase === 'running'), 'three running instances')
+    remote = await startRemoteServer()
+    refusing = { ...everythingInstance({ team_id: 'team-a' }), launch: { kind: 'remote', url: remote.url('/refusing'), transport: 'streamable-http', headers: {} } }
+    const remoteInstance = new ManagedInstance(refusing, { keys, packageDirs: [], startTimeoutMs: 15_000, hooks: recordingHooks().hooks, egress: UNRESTRICTED })
+    remoteInstance.update(refusing)
+    placed.push(remoteInstance)
+    await waitFor(() => placed.every((instance) => instance.phase === 'running'), 'four running instances')
   })
 
   afterAll(async () => {
     await Promise.all(clients.map((client) => client.close().catch(() => undefined)))
     await front?.close()
     await Promise.all(placed.map((instance) => instance.remove()))
+    await remote?.close()
   })
 
   it('answers 401 with the metadata URL without a token, and serves RFC 9728 metadata naming the backend', async () => {
@@ -149,10 +162,25 @@ describe('reference satellite: HTTP front', () => {
     expect(JSON.stringify(env)).not.toContain(bearer)
     const echoed = await client.callTool({ name: 'echo', arguments: { message: 'through the satellite' } })
     expect(JSON.stringify(echoed.content)).toContain('through the satellite')
-    await expect(client.callTool({ name: 'get-sum', arguments: { a: 1, b: 2 } })).rejects.toThrow(/disabled/)
+    const refused = await client.callTool({ name: 'get-sum', arguments: { a: 1, b: 2 } }).catch((error: unknown) => error)
+    expect(refused).toBeInstanceOf(McpError)
+    expect(refused).toMatchObject({ code: -32602, message: `MCP error -32602: Tool get-sum is disabled for this installation` })
     // Resources and prompts pass through too.
     expect((await client.listResources()).resources.length).toBeGreaterThan(0)
     expect((await client.listPrompts()).prompts.length).toBeGreaterThan(0)
+  })
+
+  it('passes a server\'s JSON-RPC error to the client as the server answered it: code, message (prefixed once) and data', async () => {
+    const direct = new Client({ name: 'front-test-direct', version: '1.0.0' })
+    await direct.connect(new StreamableHTTPClientTransport(new URL(remote.url('/refusing'))))
+    clients.push(direct)
+    const through = await connect(refusing.installation_id, token('refused', {}))
+    const expected = { code: REFUSAL.code, message: `MCP error -32602: ${REFUSAL.message}`, data: REFUSAL.data }
+    for (const client of [direct, through]) {
+      const error = await client.callTool({ name: 'refuse', arguments: { reason: 'none' } }).catch((caught: unknown) => caught)
+      expect(error).toBeInstanceOf(McpError)
+      expect({ code: (error as McpError).code, message: (error as McpError).message, data: (error as McpError).data }).toEqual(expected)
+    }
   })
 
   it('serves a per-user installation from the instance of the token\'s user', async () => {

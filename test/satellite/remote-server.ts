@@ -3,15 +3,18 @@
  * streamable HTTP at `/mcp` (stateful: a session per client, with its standalone GET stream),
  * the older HTTP+SSE transport at `/sse` (+ `/messages`), a failure at `/fail` (HTTP 500 with a
  * body holding a marker), answers that are not MCP at `/garbage` (HTML said to be JSON) and
- * `/rpc-error` (a JSON-RPC error quoting the marker), and a redirect at `/redirect`. It records every request it receives and
+ * `/rpc-error` (a JSON-RPC error quoting the marker), a redirect at `/redirect`, and at `/refusing`
+ * a stateless server whose one tool, `refuse`, is answered with a JSON-RPC error (REFUSAL). It records every request it receives and
  * counts the event streams it holds open.
  */
 import { randomUUID } from 'node:crypto'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { Server } from '@modelcontextprotocol/sdk/server/index.js'
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
 import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js'
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js'
+import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js'
 
 export interface RemoteServer {
   port: number
@@ -36,6 +39,22 @@ export interface RemoteServerOptions {
 export function failureBody(marker: string): string {
   const text = `upstream database said: ${marker} `
   return text.padEnd(1234, 'x')
+}
+
+/** What `/refusing` answers a call of `refuse` with, as it goes on the wire. */
+export const REFUSAL = { code: ErrorCode.InvalidParams, message: 'refuse takes no arguments', data: { argument: 'reason' } }
+
+/**
+ * A low-level SDK server: it answers what a handler throws with the thrown `code`, `message` and
+ * `data` (McpServer would turn a tool's error into a result, and an McpError's message carries a prefix).
+ */
+function refusingServer(): Server {
+  const server = new Server({ name: 'remote-refusing-test', version: '1.0.0' }, { capabilities: { tools: {} } })
+  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: [{ name: 'refuse', inputSchema: { type: 'object' } }] }))
+  server.setRequestHandler(CallToolRequestSchema, () => {
+    throw Object.assign(new Error(REFUSAL.message), { code: REFUSAL.code, data: REFUSAL.data })
+  })
+  return server
 }
 
 export async function startRemoteServer(options: RemoteServerOptions = {}): Promise<RemoteServer> {
@@ -84,6 +103,13 @@ export async function startRemoteServer(options: RemoteServerOptions = {}): Prom
       const id = (JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}') as { id?: unknown }).id ?? null
       response.writeHead(200, { 'content-type': 'application/json' })
         .end(JSON.stringify({ jsonrpc: '2.0', id, error: { code: -32603, message: `internal: ${options.marker ?? 'MARKER'}` } }))
+      return
+    }
+    if (url.pathname === '/refusing') {
+      // Stateless: a server and a transport per request.
+      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined })
+      await refusingServer().connect(transport)
+      await transport.handleRequest(request, response)
       return
     }
     if (url.pathname === '/redirect') {

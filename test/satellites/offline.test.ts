@@ -1,6 +1,7 @@
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createTestContext, type TestContext } from '../helpers/app.js'
+import { manualClock, type ManualClock } from '../helpers/clock.js'
 import { DIALECTS } from '../helpers/database.js'
 import { keyPair } from '../helpers/hpke.js'
 import { importDocuments, install, installationOf, weatherDocument, type InstallationBody } from '../helpers/installations.js'
@@ -10,10 +11,12 @@ import { client, crew as makeCrew, signUp, type Account, type Call, type Crew } 
 /**
  * A satellite that stops cleanly says so (POST /api/satellites/:id/offline): it reads `offline`
  * and its installations `unknown` at once, instead of after 90 s of silence, until its next heartbeat.
+ * Meanwhile it serves nothing, so client configurations leave its endpoints out.
  */
 describe.each(DIALECTS)('a satellite going offline on %s', (dialect) => {
   let ctx: TestContext
   let app: FastifyInstance
+  let clock: ManualClock
   let call: Call
   let admin: Account
   let crew: Crew
@@ -47,7 +50,8 @@ describe.each(DIALECTS)('a satellite going offline on %s', (dialect) => {
 
   beforeAll(async () => {
     ctx = await createTestContext(dialect)
-    app = (await ctx.build({ limits: SATELLITE_LIMITS })).app
+    clock = manualClock(Date.now())
+    app = (await ctx.build({ limits: SATELLITE_LIMITS, clock })).app
     call = client(app)
     admin = await signUp(app, `offline_${dialect}_admin`)
     crew = await makeCrew(call, fresh, 'Offline Team')
@@ -108,5 +112,32 @@ describe.each(DIALECTS)('a satellite going offline on %s', (dialect) => {
     const disabled = await offline(satellite)
     expect(disabled.statusCode).toBe(403)
     expect(disabled.json().code).toBe('SATELLITE_DISABLED')
+  })
+
+  it('client configurations leave out the endpoints of an offline satellite: stopped cleanly, or silent for 90 s', async () => {
+    const token = await createToken(call, crew.teamAdmin, { teamId: crew.team.id })
+    const satellite = await pair(app, token.token, `offline-config-${dialect}-${++seq}`, { public_key: (await keyPair()).publicKey, satellite_url: 'https://offline-config.example.com' })
+    expect((await heartbeat(app, satellite.id, satellite.apiKey)).statusCode).toBe(200)
+    const installation = await install(call, crew.team.id, crew.teamAdmin, {
+      server_id: weatherId, name: `config-${++seq}`, satellite_id: satellite.id, values: { 'env:WEATHER_API_KEY': 'k', 'env:PERSONAL_TOKEN': 't', 'arg:data_dir': '/d' },
+    })
+    const endpoint = `https://offline-config.example.com/mcp/${installation.id}`
+    const configured = async (): Promise<string[]> => {
+      const response = await call('GET', '/api/users/me/mcp/client-config', crew.teamUser)
+      expect(response.statusCode, response.body).toBe(200)
+      return Object.values(response.json().data.mcpServers as Record<string, { url: string }>).map((entry) => entry.url)
+    }
+    expect(await configured()).toContain(endpoint)
+
+    expect((await offline(satellite)).statusCode).toBe(200)
+    expect(await configured()).not.toContain(endpoint)
+    expect((await heartbeat(app, satellite.id, satellite.apiKey)).statusCode).toBe(200)
+    expect(await configured()).toContain(endpoint)
+
+    clock.advance(91_000)
+    expect((await installationView(installation.id)).status).toBe('unknown')
+    expect(await configured()).not.toContain(endpoint)
+    expect((await heartbeat(app, satellite.id, satellite.apiKey)).statusCode).toBe(200)
+    expect(await configured()).toContain(endpoint)
   })
 })

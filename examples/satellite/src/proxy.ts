@@ -64,25 +64,51 @@ export function proxyServer(instance: ManagedInstance, upstream: Upstream): Serv
     })
     server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
       if (instance.disabledTools.has(request.params.name)) {
-        throw new McpError(ErrorCode.InvalidParams, `Tool ${request.params.name} is disabled for this installation`)
+        throw new Answered(ErrorCode.InvalidParams, `Tool ${request.params.name} is disabled for this installation`)
       }
       // Passed through as the upstream answered it, structured content and errors included.
-      return client.request({ method: 'tools/call', params: request.params }, CallToolResultSchema, forwarded(extra, true))
+      return relayed(client.request({ method: 'tools/call', params: request.params }, CallToolResultSchema, forwarded(extra, true)))
     })
   }
   if (capabilities.resources !== undefined) {
-    server.setRequestHandler(ListResourcesRequestSchema, (request, extra) => client.listResources(request.params, forwarded(extra)))
-    server.setRequestHandler(ListResourceTemplatesRequestSchema, (request, extra) => client.listResourceTemplates(request.params, forwarded(extra)))
-    server.setRequestHandler(ReadResourceRequestSchema, (request, extra) => client.readResource(request.params, forwarded(extra)))
+    server.setRequestHandler(ListResourcesRequestSchema, (request, extra) => relayed(client.listResources(request.params, forwarded(extra))))
+    server.setRequestHandler(ListResourceTemplatesRequestSchema, (request, extra) => relayed(client.listResourceTemplates(request.params, forwarded(extra))))
+    server.setRequestHandler(ReadResourceRequestSchema, (request, extra) => relayed(client.readResource(request.params, forwarded(extra))))
   }
   if (capabilities.prompts !== undefined) {
-    server.setRequestHandler(ListPromptsRequestSchema, (request, extra) => client.listPrompts(request.params, forwarded(extra)))
-    server.setRequestHandler(GetPromptRequestSchema, (request, extra) => client.getPrompt(request.params, forwarded(extra)))
+    server.setRequestHandler(ListPromptsRequestSchema, (request, extra) => relayed(client.listPrompts(request.params, forwarded(extra))))
+    server.setRequestHandler(GetPromptRequestSchema, (request, extra) => relayed(client.getPrompt(request.params, forwarded(extra))))
   }
   if (capabilities.completions !== undefined) {
-    server.setRequestHandler(CompleteRequestSchema, (request, extra) => client.complete(request.params, forwarded(extra)))
+    server.setRequestHandler(CompleteRequestSchema, (request, extra) => relayed(client.complete(request.params, forwarded(extra))))
   }
   return server
+}
+
+/**
+ * An error answered with exactly this code, message and data. The SDK answers what a handler
+ * throws with its `code`, `message` and `data`, but an McpError's message already starts with
+ * "MCP error <code>: ", which the client's McpError adds again.
+ */
+class Answered extends Error {
+  constructor(readonly code: number, message: string, readonly data?: unknown) {
+    super(message)
+  }
+}
+
+/**
+ * The upstream's errors as it answered them: the Client's McpError keeps code and data, and its
+ * message is the server's behind the prefix the McpError constructor added (nothing else keeps it).
+ */
+async function relayed<T>(answer: Promise<T>): Promise<T> {
+  try {
+    return await answer
+  } catch (error) {
+    if (!(error instanceof McpError)) throw error
+    const prefix = `MCP error ${error.code}: `
+    const message = error.message.startsWith(prefix) ? error.message.slice(prefix.length) : error.message
+    throw new Answered(error.code, message, error.data)
+  }
 }
 
 /** Tells a session's client that a list changed upstream (or that the admin changed the disabled tools). */

@@ -241,7 +241,9 @@ export const installationRoutes: FastifyPluginAsyncTypebox = async (app) => {
       tags, summary: 'A client configuration for the caller\'s runnable installations',
       description: [
         'An `mcpServers` document for MCP clients: `"<team slug>-<name>": {type: "http", url}` for every installation the caller can use now',
-        '(placed on a satellite that has a URL, desired running, and configured for the caller). URLs only: clients authorize with their own OAuth tokens, never with credentials from here.',
+        '(placed on a satellite that has a URL and is online, desired running, and configured for the caller).',
+        'An offline satellite (stopped with `POST /api/satellites/:id/offline`, or without a heartbeat for 90 s; its installations read `unknown`) serves nothing, so its endpoints are left out until its next heartbeat.',
+        'URLs only: clients authorize with their own OAuth tokens, never with credentials from here.',
       ].join(' '),
       querystring: ClientConfigQuery, response: { 200: ClientConfigEnvelope },
     },

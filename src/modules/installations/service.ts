@@ -19,7 +19,7 @@ import { deriveTarget, invalid, notInstallable, reconcileValues } from './deriva
 import type { ValueBox } from './sealed-values.js'
 import type { CreateInstallationBody, InstallationView, UpdateInstallationBody } from './schemas.js'
 import { checkValues, type ValueMap } from './values.js'
-import { groupValues, inputView, installationView, usableOwn } from './views.js'
+import { groupValues, inputView, installationView, satelliteOffline, usableOwn } from './views.js'
 import { Placement, type PlacementRules } from './placement.js'
 import { approvalFor } from './own-values.js'
 import { InstallationMoves, type MovingSatellite } from './moves.js'
@@ -123,17 +123,20 @@ export class InstallationService {
 
   /**
    * A client configuration for the caller's runnable installations (placed on a satellite with a
-   * URL, running, and configured for the caller): `<team slug>-<name>` → the endpoint. URLs only.
+   * URL that is online, running, and configured for the caller): `<team slug>-<name>` → the
+   * endpoint. URLs only. An offline satellite serves nothing, so its endpoints are left out.
    */
   async clientConfig(actor: InstallationActor, teamId: string | undefined): Promise<Record<string, { type: 'http'; url: string }>> {
     const servers: Record<string, { type: 'http'; url: string }> = {}
     const rules = await this.placement.rules()
+    const silentSince = this.silentSince()
     for (let offset = 0; ; offset += 100) {
       const page = await this.deps.installations.page({ member: actor.userId, team: teamId }, actor.userId, 100, offset)
-      const views = this.pageViews(page, rules)
+      const views = this.pageViews(page, rules, silentSince)
       page.rows.forEach((detail, index) => {
         const view = views[index]!
-        if (view.endpoint_url !== null && view.desired === 'running' && view.status !== 'needs_config') {
+        const online = detail.satellite !== null && !satelliteOffline(detail.satellite, silentSince)
+        if (view.endpoint_url !== null && online && view.desired === 'running' && view.status !== 'needs_config') {
           servers[`${detail.team.slug}-${view.name}`] = { type: 'http', url: view.endpoint_url }
         }
       })
@@ -354,10 +357,14 @@ export class InstallationService {
     return this.pageViews({ rows, values }, rules)
   }
 
+  /** The instant before which a satellite's last heartbeat means it is offline. */
+  private silentSince(): Date {
+    return new Date(this.deps.clock.now() - OFFLINE_AFTER_MS)
+  }
+
   /** The views of rows read with the values their reader sees. */
-  private pageViews({ rows, values }: Pick<InstallationPage, 'rows' | 'values'>, rules: PlacementRules): InstallationView[] {
+  private pageViews({ rows, values }: Pick<InstallationPage, 'rows' | 'values'>, rules: PlacementRules, silentSince = this.silentSince()): InstallationView[] {
     const byInstallation = groupValues(values)
-    const silentSince = new Date(this.deps.clock.now() - OFFLINE_AFTER_MS)
     return rows.map((row) => installationView(row, byInstallation.get(row.installation.id), silentSince, rules, row.state))
   }
 

@@ -115,19 +115,30 @@ export function statusOf(
   if (state?.unresolved === true && state.specRevision === installation.specRevision) {
     return { status: 'failed', reason: `It could not be resolved, so ${satellite.name} was not asked to run it: ${state.message ?? 'no reason recorded'}` }
   }
-  const reporting = satellite.status === 'active' || satellite.status === 'degraded' || satellite.status === 'error'
-  if (!reporting) return { status: 'pending', reason: `Waiting for its satellite ${satellite.name}, which has not reported since it registered.` }
-  if (satellite.offlineAt !== null) {
-    return { status: 'unknown', reason: `Its satellite ${satellite.name} has stopped; what runs there is not known until it is back.` }
-  }
-  if (satellite.lastHeartbeatAt === null || satellite.lastHeartbeatAt.getTime() < silentSince.getTime()) {
-    return { status: 'unknown', reason: `Its satellite ${satellite.name} has not reported for over 90 seconds; what runs there is not known.` }
+  if (!reporting(satellite)) return { status: 'pending', reason: `Waiting for its satellite ${satellite.name}, which has not reported since it registered.` }
+  if (satelliteOffline(satellite, silentSince)) {
+    return satellite.offlineAt !== null
+      ? { status: 'unknown', reason: `Its satellite ${satellite.name} has stopped; what runs there is not known until it is back.` }
+      : { status: 'unknown', reason: `Its satellite ${satellite.name} has not reported for over 90 seconds; what runs there is not known.` }
   }
   if (state === undefined || state.specRevision !== installation.specRevision) {
     return { status: 'pending', reason: `Waiting for its satellite ${satellite.name} to pick up revision ${installation.specRevision}.` }
   }
   const said = state.message === null || state.message === '' ? '' : `: ${state.message}`
   return { status: state.phase, reason: `Its satellite ${satellite.name} reports ${state.phase}${said}.` }
+}
+
+type PlacedOn = NonNullable<InstallationDetail['satellite']>
+
+const reporting = (satellite: PlacedOn): boolean => satellite.status === 'active' || satellite.status === 'degraded' || satellite.status === 'error'
+
+/**
+ * Whether the satellite serves nothing now: it said it stopped (until its next heartbeat), or it
+ * reported once and has been silent since `silentSince` (the satellites' `offline`).
+ */
+export function satelliteOffline(satellite: PlacedOn, silentSince: Date): boolean {
+  if (satellite.offlineAt !== null) return true
+  return reporting(satellite) && (satellite.lastHeartbeatAt === null || satellite.lastHeartbeatAt.getTime() < silentSince.getTime())
 }
 
 /** `<satellite_url>/mcp/<installation id>`, once placed on a satellite that has a URL. */
