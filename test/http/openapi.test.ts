@@ -20,6 +20,7 @@ interface Schema {
   required?: string[]
   properties?: Record<string, unknown>
   additionalProperties?: unknown
+  anyOf?: Schema[]
 }
 interface Content {
   [mediaType: string]: { schema?: Schema }
@@ -269,7 +270,9 @@ describe.each(DIALECTS)('OpenAPI contract on %s', (dialect) => {
       if (jsonSuccess.length === 0 && !redirectOnly && !exposition && !htmlPage) fail('no 2xx response with a JSON schema')
       // The MCP Registry's formats (the sub-registry API, the server.json export) answer bare documents on success.
       const registryFormat = name.includes(' /api/registry/') || name.endsWith('/server.json')
-      for (const schema of registryFormat ? [] : jsonSuccess) {
+      // A client configuration downloaded (`download=1`) is the bare file an MCP client reads; its first branch is the envelope.
+      const download = name === 'GET /api/users/me/mcp/client-config'
+      for (const schema of registryFormat ? [] : jsonSuccess.map((each) => (download ? resolve(each.anyOf?.[0]) ?? {} : each))) {
         // Every JSON answer carries `success`.
         if (schema.properties?.success === undefined || !schema.required?.includes('success')) fail('a 2xx schema lacks `success`')
       }

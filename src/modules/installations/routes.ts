@@ -6,10 +6,11 @@ import { userCaller } from '../../http/current-user.js'
 import { paginate } from '../../http/envelope.js'
 import { errors } from '../../http/errors.js'
 import {
-  ClientConfigEnvelope, ClientConfigQuery, CreateInstallationBody, Done, InstallationEnvelope, InstallationPage, InstallationParams, ListQuery,
+  ClientConfigAnswer, ClientConfigQuery, CreateInstallationBody, Done, InstallationEnvelope, InstallationPage, InstallationParams, ListQuery,
   LogsEnvelope, MyListQuery, MyValuesEnvelope, TeamParams, ToolsEnvelope, UpdateInstallationBody, ValuesBody,
 } from './schemas.js'
 import type { InstallationActor, InstallationList } from './service.js'
+import { CLIENT_CONFIG_FILE_NAMES, clientConfigDocument, wantsDownload } from './client-config.js'
 import { SerializedAnswers } from '../../http/serializers.js'
 
 const tags = ['MCP Installations']
@@ -240,14 +241,22 @@ export const installationRoutes: FastifyPluginAsyncTypebox = async (app) => {
     schema: {
       tags, summary: 'A client configuration for the caller\'s runnable installations',
       description: [
-        'An `mcpServers` document for MCP clients: `"<team slug>-<name>": {type: "http", url}` for every installation the caller can use now',
+        'A document for MCP clients with `"<team slug>-<name>": {type: "http", url}` for every installation the caller can use now',
         '(placed on a satellite that has a URL and is online, desired running, and configured for the caller).',
+        '`format=mcpServers` (default) answers `{mcpServers: {…}}`, the file Claude Code (`.mcp.json` at a project\'s root) and Cursor (`.cursor/mcp.json`) read;',
+        '`format=vscode` answers `{servers: {…}}`, VS Code\'s `.vscode/mcp.json`.',
+        'The document comes inside the envelope (`data`); with `download=1` (or `true`) it comes bare, as `application/json` with',
+        '`Content-Disposition: attachment` and the file name the client reads (`.mcp.json`, or `mcp.json` for `vscode`).',
         'An offline satellite (stopped with `POST /api/satellites/:id/offline`, or without a heartbeat for 90 s; its installations read `unknown`) serves nothing, so its endpoints are left out until its next heartbeat.',
         'URLs only: clients authorize with their own OAuth tokens, never with credentials from here.',
       ].join(' '),
-      querystring: ClientConfigQuery, response: { 200: ClientConfigEnvelope },
+      querystring: ClientConfigQuery, response: { 200: ClientConfigAnswer },
     },
-  }, async (request) => {
-    return { success: true as const, data: { mcpServers: await installations().clientConfig(actorOf(request), request.query.team_id) } }
+  }, async (request, reply) => {
+    const { team_id: teamId, format = 'mcpServers', download } = request.query
+    const document = clientConfigDocument(format, await installations().clientConfig(actorOf(request), teamId))
+    if (!wantsDownload(download)) return { success: true as const, data: document }
+    // The response schema serializes either shape: a bare document matches only its own branch.
+    return reply.header('content-disposition', `attachment; filename="${CLIENT_CONFIG_FILE_NAMES[format]}"`).send(document)
   })
 }

@@ -138,11 +138,23 @@ export const LogLineView = Type.Object({
 })
 export const LogsEnvelope = Ok(Type.Object({ logs: Type.Array(LogLineView), pagination: Pagination }))
 
-export const ClientConfigEnvelope = Ok(Type.Object({
-  mcpServers: Type.Record(Type.String(), Type.Object({ type: Type.Literal('http'), url: Type.String() })),
-}, {
-  examples: [{ mcpServers: { 'platform-team-github': { type: 'http', url: 'https://sat-eu-1.example.com/mcp/019b0a3e-1c2d-7e4f-8a9b-0c1d2e3f4a5b' } } }],
-}))
+const ClientConfigEntry = Type.Object({ type: Type.Literal('http'), url: Type.String() }, {
+  ...closed, description: 'An endpoint by URL only: clients authorize with their own OAuth tokens, never with a credential from here.',
+})
+const ClientConfigEntries = Type.Record(Type.String(), ClientConfigEntry, { description: '`"<team slug>-<installation name>"` → the endpoint.' })
+const EXAMPLE_ENTRIES = { 'platform-team-github': { type: 'http', url: 'https://sat-eu-1.example.com/mcp/019b0a3e-1c2d-7e4f-8a9b-0c1d2e3f4a5b' } }
+export const McpServersDocument = Type.Object({ mcpServers: ClientConfigEntries }, {
+  ...closed, description: '`format=mcpServers`: the file Claude Code (`.mcp.json`) and Cursor (`.cursor/mcp.json`) read.', examples: [{ mcpServers: EXAMPLE_ENTRIES }],
+})
+export const VscodeDocument = Type.Object({ servers: ClientConfigEntries }, {
+  ...closed, description: '`format=vscode`: VS Code\'s `.vscode/mcp.json`.', examples: [{ servers: EXAMPLE_ENTRIES }],
+})
+export const ClientConfigDocument = Type.Union([McpServersDocument, VscodeDocument])
+export type ClientConfigDocument = Static<typeof ClientConfigDocument>
+/** Enveloped by default; with `download=1` the bare document, as a client reads it from its file. */
+export const ClientConfigAnswer = Type.Union([Ok(ClientConfigDocument), McpServersDocument, VscodeDocument], {
+  description: 'The envelope `{success, data: <document>}`; with `download=1`, the bare document.',
+})
 
 // Requests
 
@@ -150,7 +162,19 @@ export const TeamParams = Type.Object({ teamId: Id }, closed)
 export const InstallationParams = Type.Object({ teamId: Id, id: Id }, closed)
 export const ListQuery = Type.Object({ ...PaginationQuery }, closed)
 export const MyListQuery = Type.Object({ ...PaginationQuery, team_id: Type.Optional(Id) }, closed)
-export const ClientConfigQuery = Type.Object({ team_id: Type.Optional(Id) }, closed)
+export const ClientConfigFormat = Type.Union([Type.Literal('mcpServers'), Type.Literal('vscode')], {
+  default: 'mcpServers',
+  description: '`mcpServers` (default): `{mcpServers: {…}}`, read by Claude Code and Cursor. `vscode`: `{servers: {…}}`, VS Code\'s `.vscode/mcp.json`.',
+})
+export type ClientConfigFormat = Static<typeof ClientConfigFormat>
+export const ClientConfigQuery = Type.Object({
+  team_id: Type.Optional(Id),
+  format: Type.Optional(ClientConfigFormat),
+  download: Type.Optional(Type.Union([Type.Literal('0'), Type.Literal('1'), Type.Literal('false'), Type.Literal('true')], {
+    default: '0',
+    description: '`1` or `true`: the bare document as a file to save (`Content-Disposition: attachment`); `0` or `false` (default): inside the envelope.',
+  })),
+}, closed)
 
 export const CreateInstallationBody = Type.Object({
   server_id: Type.String({ minLength: 1, maxLength: 100, description: 'The server, by id or slug; it must be visible to the team.' }),
