@@ -23,6 +23,7 @@ export const ForbiddenDetails = Type.Object(
     required_scope: Type.Optional(Type.String({ description: 'The OAuth scope a bearer token lacks.' })),
     required_satellite: Type.Optional(Type.String({ description: 'A satellite key acts only on its own satellite.' })),
     required_role: Type.Optional(Type.String({ description: 'A team role, e.g. `owner`.' })),
+    bound_team_id: Type.Optional(Type.String({ description: 'The one team the bearer token was bound to at consent: it reaches no other team.' })),
     origin: Type.Optional(Type.String({ description: 'The refused `Origin` of a cross-site request.' })),
   },
   { additionalProperties: false },

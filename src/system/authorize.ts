@@ -3,6 +3,7 @@ import type { Caller, SatelliteCaller, UserCaller } from '../auth/caller.js'
 import { presentedBearer, presentedSession, SESSION_COOKIE } from '../auth/credentials-from-request.js'
 import { roleHas } from '../auth/permissions.js'
 import type { RoutePolicy } from '../auth/policies.js'
+import { anotherTeam, boundTeam } from '../auth/team-binding.js'
 import { AppError, errors } from '../http/errors.js'
 import { storableText } from '../http/validation.js'
 import { resourceChallenges, type BearerChallenges } from '../oauth2/protected-resource.js'
@@ -158,9 +159,13 @@ function identify(request: FastifyRequest, routePolicy: Exclude<RoutePolicy, { k
 }
 
 async function authorizeTeam(request: FastifyRequest, caller: UserCaller, permission: Parameters<typeof roleHas>[1], services: Services): Promise<void> {
-  if (caller.role === 'global_admin') return
   const params = request.params as Record<string, string | undefined>
   const teamId = params.teamId ?? params.id
+  // A token bound to a team reaches no other, a global admin's included, and a member of both
+  // teams too: 403 for any other id, so the answer says nothing of whether that team exists.
+  const bound = boundTeam(caller)
+  if (bound !== null && teamId !== bound) throw anotherTeam(bound)
+  if (caller.role === 'global_admin') return
   // This hook runs before the params are validated: an id no database can hold names no team.
   const role = teamId === undefined || !storableText(teamId) ? null : await services.credentials.teamRole(caller.userId, teamId)
   // A non-member learns nothing about the team's existence.

@@ -1,3 +1,4 @@
+import { eq } from 'drizzle-orm'
 import { createHash, randomBytes } from 'node:crypto'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 
@@ -216,6 +217,22 @@ export async function issueTokens(app: FastifyInstance, cookie: string, scope?: 
   })
   if (response.statusCode !== 200) throw new Error(`code exchange failed: ${response.statusCode} ${response.body}`)
   return response.json()
+}
+
+/**
+ * Tokens bound to no team, as those issued before consent chose one: consent binds every new
+ * grant to a team (the default one when none is chosen), so the new grant's binding is removed
+ * in the database. They reach every team of the user (§4.8).
+ */
+export async function issueUnboundTokens(app: FastifyInstance, account: { id: string; cookie: string }, scope?: string): Promise<TokenSet> {
+  const { db, t } = app.services.database
+  const grantsOf = async () => (await db.select({ id: t.oauthGrants.id }).from(t.oauthGrants).where(eq(t.oauthGrants.userId, account.id))).map((grant) => grant.id)
+  const before = new Set(await grantsOf())
+  const tokens = await issueTokens(app, account.cookie, scope)
+  const [grantId] = (await grantsOf()).filter((id) => !before.has(id))
+  await db.update(t.oauthGrants).set({ teamId: null }).where(eq(t.oauthGrants.id, grantId!))
+  await db.update(t.oauthTokens).set({ teamId: null }).where(eq(t.oauthTokens.grantId, grantId!))
+  return tokens
 }
 
 /** POST /api/oauth2/revoke form-encoded. */

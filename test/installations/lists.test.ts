@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createTestContext, type TestContext } from '../helpers/app.js'
 import { DIALECTS } from '../helpers/database.js'
 import { importDocuments, install, installationOf, installationsOf, weatherDocument, type InstallationBody } from '../helpers/installations.js'
-import { bearer, issueTokens } from '../helpers/oauth.js'
+import { bearer, issueUnboundTokens } from '../helpers/oauth.js'
 import { SATELLITE_LIMITS } from '../helpers/satellites.js'
 import { addMember, client, createTeam, signUp, type Account, type Call, type TeamBody } from '../helpers/teams.js'
 
@@ -64,7 +64,8 @@ describe.each(DIALECTS)('installation lists on %s', (dialect) => {
         if (name === 'weather-a') expect((await call('PUT', mine, member, { values: { 'env:PERSONAL_TOKEN': OWN_TOKEN, 'env:LOG_LEVEL': 'info' } })).statusCode).toBe(200)
       }
     }
-    token = (await issueTokens(app, member.cookie, 'mcp:read')).access_token
+    // A token bound to no team reaches every team of the member (a team-bound one: test/oauth/team-bound-tokens.test.ts).
+    token = (await issueUnboundTokens(app, member, 'mcp:read')).access_token
   })
   afterAll(() => ctx.close())
 

@@ -181,9 +181,12 @@ describe.each(DIALECTS)('installation permissions on %s', (dialect) => {
     })).id
     sharedId = (await install(call, a.team.id, a.teamAdmin, { server_id: weatherId, name: 'matrix-shared' })).id
 
-    const readAsUser = await issueTokens(app, a.teamUser.cookie, 'mcp:read')
-    const readAsAdmin = await issueTokens(app, a.teamAdmin.cookie, 'mcp:read')
-    const noRead = await issueTokens(app, a.teamUser.cookie, 'user:read account:read teams:read')
+    // Tokens approved for team A: a token reaches the team it was bound to at consent only (§4.8;
+    // test/oauth/team-bound-tokens.test.ts covers the others).
+    const forTeamA = { teamId: a.team.id }
+    const readAsUser = await issueTokens(app, a.teamUser.cookie, 'mcp:read', forTeamA)
+    const readAsAdmin = await issueTokens(app, a.teamAdmin.cookie, 'mcp:read', forTeamA)
+    const noRead = await issueTokens(app, a.teamUser.cookie, 'user:read account:read teams:read', forTeamA)
     expect(noRead.scope.split(' ')).not.toContain('mcp:read')
     headers.set('team_admin', cookie(a.teamAdmin))
     headers.set('team_user', cookie(a.teamUser))

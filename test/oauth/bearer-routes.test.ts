@@ -19,6 +19,7 @@ describe.each(DIALECTS)('dual routes with OAuth access tokens on %s', (dialect) 
   let holder: Account
   let holderTeam: TeamBody
   let otherTeam: TeamBody
+  let defaultTeam: TeamBody
   /** One token per single scope, and one with every scope but that one. */
   const only = new Map<Scope, TokenSet>()
   const allBut = new Map<Scope, TokenSet>()
@@ -34,16 +35,19 @@ describe.each(DIALECTS)('dual routes with OAuth access tokens on %s', (dialect) 
     expect(response.headers['www-authenticate']).toContain('error="invalid_token"')
   }
 
-  /** The six dual routes, their scope, and what a correct answer shows. */
+  /**
+   * The six dual routes, their scope, and what a correct answer shows. Consent binds these tokens
+   * to the holder's default team (none chosen): they reach that team alone (§4.8).
+   */
   const routes: Array<[string, Scope, (body: any) => void]> = [
     ['/api/users/me', 'user:read', (body) => expect(body.data).toMatchObject({ id: holder.id, username: holder.username })],
-    ['/api/users/me/account', 'account:read', (body) => expect(body.data).toMatchObject({ role_id: 'global_user', team_count: 2 })],
-    ['/api/users/me/teams', 'teams:read', (body) => expect(body.data.teams.map((team: TeamBody) => team.id)).toContain(holderTeam.id)],
+    ['/api/users/me/account', 'account:read', (body) => expect(body.data).toMatchObject({ role_id: 'global_user', team_count: 1 })],
+    ['/api/users/me/teams', 'teams:read', (body) => expect(body.data.teams.map((team: TeamBody) => team.id)).toEqual([defaultTeam.id])],
     ['/api/teams/me/default', 'teams:read', (body) => expect(body.data.team).toMatchObject({ owner_id: holder.id, is_default: true })],
-    ['/api/teams/me', 'teams:read', (body) => expect(body.data.teams.map((team: TeamBody) => team.name)).toEqual([holder.username, 'Holder Team'])],
-    ['/api/teams/HOLDER_TEAM', 'teams:read', (body) => expect(body.data.team).toMatchObject({ id: holderTeam.id, is_owner: true })],
+    ['/api/teams/me', 'teams:read', (body) => expect(body.data.teams.map((team: TeamBody) => team.name)).toEqual([holder.username])],
+    ['/api/teams/DEFAULT_TEAM', 'teams:read', (body) => expect(body.data.team).toMatchObject({ id: defaultTeam.id, is_owner: true })],
   ]
-  const url = (path: string) => path.replace('HOLDER_TEAM', holderTeam.id)
+  const url = (path: string) => path.replace('DEFAULT_TEAM', defaultTeam.id)
 
   beforeAll(async () => {
     ctx = await createTestContext(dialect)
@@ -54,6 +58,7 @@ describe.each(DIALECTS)('dual routes with OAuth access tokens on %s', (dialect) 
     const other = await signUp(app, 'bearer_routes_other')
     holderTeam = await createTeam(call, holder, 'Holder Team')
     otherTeam = await createTeam(call, other, 'Other Team')
+    defaultTeam = (await call('GET', '/api/teams/me/default', holder)).json().data.team
     for (const scope of ['user:read', 'account:read', 'teams:read', 'mcp:read'] as const) {
       only.set(scope, await issueTokens(app, holder.cookie, scope))
       allBut.set(scope, await issueTokens(app, holder.cookie, ALL_SCOPES.filter((name) => name !== scope).join(' ')))
@@ -81,10 +86,12 @@ describe.each(DIALECTS)('dual routes with OAuth access tokens on %s', (dialect) 
     }
   })
 
-  it('a team the token\'s user is not in: 404', async () => {
-    const response = await get(`/api/teams/${otherTeam.id}`, full.access_token)
-    expect(response.statusCode).toBe(404)
-    expect(response.json().code).toBe('NOT_FOUND')
+  it('another team than the token\'s: 403, whether or not its user is a member', async () => {
+    for (const team of [otherTeam, holderTeam]) {
+      const response = await get(`/api/teams/${team.id}`, full.access_token)
+      expect(response.statusCode).toBe(403)
+      expect(response.json()).toMatchObject({ code: 'FORBIDDEN', details: { bound_team_id: defaultTeam.id } })
+    }
   })
 
   it('an unknown token: 401 invalid_token, even next to a valid session cookie', async () => {

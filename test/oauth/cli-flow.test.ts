@@ -196,9 +196,14 @@ describe.each(DIALECTS)('the CLI login with oauth4webapi over real HTTP on %s', 
     const me = await bearer(tokens.access_token, '/api/users/me')
     expect(me.status).toBe(200)
     expect(((await me.json()) as { data: { id: string; username: string } }).data).toMatchObject({ id: admin.id, username: admin.username })
-    const team = await bearer(tokens.access_token, '/api/teams/me/default')
-    expect(team.status).toBe(200)
-    expect(((await team.json()) as { data: { team: { id: string } } }).data.team.id).toBe(defaultTeam.id)
+    // The token reaches the team chosen at consent only (§4.8): its teams are that one, and the
+    // default team is another team's route.
+    const teams = await bearer(tokens.access_token, '/api/teams/me')
+    expect(teams.status).toBe(200)
+    expect(((await teams.json()) as { data: { teams: Array<{ id: string }> } }).data.teams.map((team) => team.id)).toEqual([opsTeam.id])
+    const otherTeam = await bearer(tokens.access_token, '/api/teams/me/default')
+    expect(otherTeam.status).toBe(403)
+    expect(await otherTeam.json()).toMatchObject({ code: 'FORBIDDEN', details: { bound_team_id: opsTeam.id } })
     expect(await introspect(tokens.access_token)).toMatchObject({
       active: true, client_id: CLI_CLIENT_ID, sub: admin.id, username: admin.username, team_id: opsTeam.id,
     })
@@ -210,7 +215,8 @@ describe.each(DIALECTS)('the CLI login with oauth4webapi over real HTTP on %s', 
     expect(refreshed.access_token).not.toBe(tokens.access_token)
     expect(refreshed.refresh_token).not.toBe(tokens.refresh_token)
     expect(sameScopes(refreshed.scope)).toEqual(sameScopes(ALL_SCOPES))
-    expect((await bearer(refreshed.access_token, '/api/teams/me/default')).status).toBe(200)
+    expect((await bearer(refreshed.access_token, `/api/teams/${opsTeam.id}`)).status).toBe(200)
+    expect((await bearer(refreshed.access_token, `/api/teams/${defaultTeam.id}`)).status, 'a refreshed token keeps the binding').toBe(403)
 
     // RFC 7009: revoking the refresh token revokes the whole grant.
     const revoked = await oauth.revocationRequest(as, cliClient, noClientAuth, refreshed.refresh_token!, {

@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
 import { roleHas } from '../../auth/permissions.js'
 import { policy } from '../../auth/policies.js'
+import { teamWithinReach } from '../../auth/team-binding.js'
 import { userCaller } from '../../http/current-user.js'
 import { paginate } from '../../http/envelope.js'
 import { errors } from '../../http/errors.js'
@@ -54,6 +55,14 @@ const OWN_VALUES_TEXT = [
   'moved to another team satellite, or its satellite registered again with another key, they read as unset (`is_set: false`, with `unset_reason`) until set again.',
 ].join(' ')
 
+/** §4.8: what a bearer token bound to a team reaches of the caller-wide views. */
+const BOUND_MINE_TEXT = [
+  'A bearer token bound to a team at consent answers for that team alone; `team_id` naming another team → 403 `FORBIDDEN` with `details.bound_team_id`',
+  '(refused rather than answered empty, so a client holding the wrong token learns why). Sessions, and tokens bound to no team, answer for every team of the caller.',
+].join(' ')
+/** §4.8: the team routes a bearer token bound to a team reaches. */
+const BOUND_TEAM_TEXT = 'A bearer token bound to another team at consent → 403 `FORBIDDEN` with `details.bound_team_id`, even for a member (or a global admin) of this team.'
+
 const myLists = new SerializedAnswers<InstallationList>()
 
 /** Installations: what a team runs, with its values; and what the command-line client reads of them. */
@@ -64,7 +73,7 @@ export const installationRoutes: FastifyPluginAsyncTypebox = async (app) => {
     config: { auth: read },
     schema: {
       tags, summary: "The team's installations, by name",
-      description: VIEW_TEXT, params: TeamParams, querystring: ListQuery, response: { 200: InstallationPage },
+      description: `${VIEW_TEXT} ${BOUND_TEAM_TEXT}`, params: TeamParams, querystring: ListQuery, response: { 200: InstallationPage },
     },
   }, async (request) => {
     const { limit = 20, offset = 0 } = request.query
@@ -97,7 +106,7 @@ export const installationRoutes: FastifyPluginAsyncTypebox = async (app) => {
     config: { auth: read },
     schema: {
       tags, summary: 'One installation of the team',
-      description: `Another team's installation → 404. ${VIEW_TEXT}`,
+      description: `Another team's installation → 404. ${VIEW_TEXT} ${BOUND_TEAM_TEXT}`,
       params: InstallationParams, response: { 200: InstallationEnvelope },
     },
   }, async (request) => {
@@ -137,7 +146,7 @@ export const installationRoutes: FastifyPluginAsyncTypebox = async (app) => {
     config: { auth: read },
     schema: {
       tags, summary: "The caller's own values of the user-scoped inputs",
-      description: `Each user-scoped input with the caller's \`is_set\` (and \`value\`, unless it is a secret). ${OWN_VALUES_TEXT} ${SECRETS_TEXT}`,
+      description: `Each user-scoped input with the caller's \`is_set\` (and \`value\`, unless it is a secret). ${OWN_VALUES_TEXT} ${SECRETS_TEXT} ${BOUND_TEAM_TEXT}`,
       params: InstallationParams, response: { 200: MyValuesEnvelope },
     },
   }, async (request) => {
@@ -184,7 +193,7 @@ export const installationRoutes: FastifyPluginAsyncTypebox = async (app) => {
     config: { auth: read },
     schema: {
       tags, summary: 'The tools the satellite reported',
-      description: 'The full list the satellite running the installation last reported for its current spec; empty until it reports one.',
+      description: `The full list the satellite running the installation last reported for its current spec; empty until it reports one. ${BOUND_TEAM_TEXT}`,
       params: InstallationParams, response: { 200: ToolsEnvelope },
     },
   }, async (request) => {
@@ -203,7 +212,7 @@ export const installationRoutes: FastifyPluginAsyncTypebox = async (app) => {
     config: { auth: read },
     schema: {
       tags, summary: "The installation's log lines, newest first",
-      description: "For the team's admins; a member who is not an admin reads only the lines of their own instance of a per-user installation. Lines come from the satellite's reports, with the instance's secret values masked before they are stored.",
+      description: `For the team's admins; a member who is not an admin reads only the lines of their own instance of a per-user installation. Lines come from the satellite's reports, with the instance's secret values masked before they are stored. ${BOUND_TEAM_TEXT}`,
       params: InstallationParams, querystring: ListQuery, response: { 200: LogsEnvelope },
     },
   }, async (request) => {
@@ -226,11 +235,12 @@ export const installationRoutes: FastifyPluginAsyncTypebox = async (app) => {
     config: { auth: policy.dual('mcp:read') },
     schema: {
       tags, summary: "The installations of every team of the caller",
-      description: `By team, then name; \`team_id\` keeps one team. ${VIEW_TEXT}`,
+      description: `By team, then name; \`team_id\` keeps one team. ${BOUND_MINE_TEXT} ${VIEW_TEXT}`,
       querystring: MyListQuery, response: { 200: InstallationPage },
     },
   }, async (request, reply) => {
-    const { limit = 20, offset = 0, team_id: teamId } = request.query
+    const { limit = 20, offset = 0 } = request.query
+    const teamId = teamWithinReach(userCaller(request), request.query.team_id)
     const page = await installations().listMine(actorOf(request), teamId, limit, offset)
     // A list answered again (SQLite) is the same object: its bytes are serialized once.
     return myLists.send(reply, page, () => ({ success: true as const, data: { installations: page.views, pagination: paginate(page.total, limit, offset) } }))
@@ -249,11 +259,13 @@ export const installationRoutes: FastifyPluginAsyncTypebox = async (app) => {
         '`Content-Disposition: attachment` and the file name the client reads (`.mcp.json`, or `mcp.json` for `vscode`).',
         'An offline satellite (stopped with `POST /api/satellites/:id/offline`, or without a heartbeat for 90 s; its installations read `unknown`) serves nothing, so its endpoints are left out until its next heartbeat.',
         'URLs only: clients authorize with their own OAuth tokens, never with credentials from here.',
+        BOUND_MINE_TEXT,
       ].join(' '),
       querystring: ClientConfigQuery, response: { 200: ClientConfigAnswer },
     },
   }, async (request, reply) => {
-    const { team_id: teamId, format = 'mcpServers', download } = request.query
+    const { format = 'mcpServers', download } = request.query
+    const teamId = teamWithinReach(userCaller(request), request.query.team_id)
     const document = clientConfigDocument(format, await installations().clientConfig(actorOf(request), teamId))
     if (!wantsDownload(download)) return { success: true as const, data: document }
     // The response schema serializes either shape: a bare document matches only its own branch.

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { policy } from '../../auth/policies.js'
+import { assertTeamInReach, boundTeam } from '../../auth/team-binding.js'
 import { userCaller } from '../../http/current-user.js'
 import { teamActor } from './actor.js'
 import { CreateTeamBody, Done, TeamEnvelope, TeamParams, TeamsEnvelope, UpdateTeamBody } from './schemas.js'
@@ -7,6 +8,8 @@ import { teamView } from './view.js'
 
 const tags = ['Teams']
 const teamsRead = policy.dual('teams:read')
+/** §4.8: a bearer token bound to a team at consent reaches that team only. */
+const BOUND_TEXT = 'A bearer token bound to another team at consent → 403 `FORBIDDEN` with `details.bound_team_id`, even for a member (or a global admin) of this team.'
 
 /** Teams. Membership and permissions come from the route policy (`:id`). */
 export const teamRoutes: FastifyPluginAsyncTypebox = async (app) => {
@@ -14,21 +17,33 @@ export const teamRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.get('/api/teams/me/default', {
     config: { auth: teamsRead },
-    schema: { tags, summary: "The caller's default team", response: { 200: TeamEnvelope } },
+    schema: {
+      tags, summary: "The caller's default team",
+      description: 'A bearer token bound at consent to a team other than the default one → 403 `FORBIDDEN` with `details.bound_team_id`: it reaches that team only.',
+      response: { 200: TeamEnvelope },
+    },
   }, async (request) => {
     const actor = teamActor(request)
+    const caller = userCaller(request)
     // The credential lookup carried the default team: no second query.
-    const team = await teams().defaultOf(actor.userId, userCaller(request).defaultTeam)
+    const team = await teams().defaultOf(actor.userId, caller.defaultTeam)
+    assertTeamInReach(caller, team.id)
     return { success: true as const, data: { team: teamView(team, actor.userId) } }
   })
 
   const listMine = {
     config: { auth: teamsRead },
-    schema: { tags, summary: "The caller's teams, with their role in each (default team first)", response: { 200: TeamsEnvelope } },
+    schema: {
+      tags, summary: "The caller's teams, with their role in each (default team first)",
+      description: 'A bearer token bound to a team at consent lists that team alone (none once the caller has left it); sessions and tokens bound to no team list every team of the caller.',
+      response: { 200: TeamsEnvelope },
+    },
   }
   const mine = async (request: Parameters<typeof teamActor>[0]) => {
     const actor = teamActor(request)
-    const list = await teams().forUser(actor.userId)
+    const bound = boundTeam(userCaller(request))
+    // §4.8: the token's team is all it reaches, so it is all its list shows.
+    const list = (await teams().forUser(actor.userId)).filter((team) => bound === null || team.id === bound)
     return { success: true as const, data: { teams: list.map((team) => teamView(team, actor.userId)) } }
   }
   app.get('/api/teams/me', listMine, mine)
@@ -49,7 +64,7 @@ export const teamRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.get('/api/teams/:id', {
     config: { auth: policy.dual('teams:read', { teamPermission: 'team.view' }) },
-    schema: { tags, summary: 'A team the caller belongs to (404 for non-members)', params: TeamParams, response: { 200: TeamEnvelope } },
+    schema: { tags, summary: 'A team the caller belongs to (404 for non-members)', description: BOUND_TEXT, params: TeamParams, response: { 200: TeamEnvelope } },
   }, async (request) => {
     const actor = teamActor(request)
     return { success: true as const, data: { team: teamView(await teams().get(request.params.id, actor), actor.userId) } }

@@ -1,8 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import { currentUser } from '../../http/current-user.js'
+import { currentUser, userCaller } from '../../http/current-user.js'
 import { ROLE_PERMISSIONS } from '../../auth/permissions.js'
 import { policy } from '../../auth/policies.js'
+import { boundTeam } from '../../auth/team-binding.js'
 import { Ok } from '../../http/envelope.js'
 import { UserView } from './schemas.js'
 import { authMethods, userView } from './view.js'
@@ -28,9 +29,14 @@ export const meRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.get('/api/users/me/account', {
     config: { auth: policy.dual('account:read') },
-    schema: { tags, summary: "The caller's role, permissions and account facts", response: { 200: Account } },
+    schema: {
+      tags, summary: "The caller's role, permissions and account facts",
+      description: '`team_count`: for a bearer token bound to a team at consent, the teams it reaches (1, or 0 once the caller has left it), like GET /api/teams/me.',
+      response: { 200: Account },
+    },
   }, async (request) => {
     const user = await currentUser(request, app.services.users)
+    const bound = boundTeam(userCaller(request))
     return {
       success: true as const,
       data: {
@@ -39,7 +45,7 @@ export const meRoutes: FastifyPluginAsyncTypebox = async (app) => {
         email_verified: user.emailVerified,
         auth_methods: authMethods(user),
         created_at: isoTime(user.createdAt),
-        team_count: await app.services.teams.countMemberships(user.id),
+        team_count: bound === null ? await app.services.teams.countMemberships(user.id) : Number((await app.services.teams.roleOf(user.id, bound)) !== null),
       },
     }
   })
