@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, exists, getTableColumns, inArray, or, sql, type SQL } from 'drizzle-orm'
+import { and, asc, desc, eq, exists, getTableColumns, inArray, not, or, sql, type SQL } from 'drizzle-orm'
 import type { Database } from '../types.js'
 
 /** Who reads the catalogue: a global admin sees every server, anyone else the global ones and their teams'. */
@@ -15,6 +15,8 @@ export interface ServerFilter {
   runtime?: string
   featured?: boolean
   tag?: string
+  /** true: the latest version has a package of a type satellites run, or a remote; false: the others. */
+  installable?: boolean
 }
 
 export type ServerSort = 'name' | '-created_at' | '-updated_at'
@@ -58,7 +60,38 @@ export function serverConditions(database: Database, viewer: CatalogueViewer, fi
     const tag = normalizeTag(filter.tag)
     conditions.push(exists(database.db.select({ one: sql`1` }).from(tags).where(and(eq(tags.serverId, s.id), eq(tags.tag, tag)))))
   }
+  if (filter.installable !== undefined) {
+    const runnable = runnableLatestVersion(database)
+    conditions.push(filter.installable ? runnable : not(runnable))
+  }
   return conditions
+}
+
+/**
+ * The registry types a satellite fetches and starts (the reference satellite's launch.ts); it
+ * refuses `nuget` and `mcpb` packages, which the catalogue holds all the same.
+ */
+export const SATELLITE_REGISTRY_TYPES = ['npm', 'pypi', 'oci', 'docker'] as const
+
+/** SQL/JSON path: an element of the array whose `registry_type` is one a satellite runs. */
+const packagePath = `$[*] ? (${SATELLITE_REGISTRY_TYPES.map((type) => `@.registry_type == "${type}"`).join(' || ')})`
+
+/**
+ * Whether the server has a latest version with something a satellite runs: a package of one of
+ * SATELLITE_REGISTRY_TYPES, or a remote. A version without packages (or remotes) of its own runs
+ * the server's, as installations read them (`version.packages ?? server.packages`). A server
+ * without a latest version has nothing to install.
+ */
+function runnableLatestVersion(database: Database): SQL {
+  const { mcpServers: s, mcpServerVersions: v } = database.t
+  const packages = sql`coalesce(${v.packages}, ${s.packages})`
+  const remotes = sql`coalesce(${v.remotes}, ${s.remotes})`
+  const runs = database.dialect === 'sqlite'
+    ? sql`(exists (select 1 from json_each(${packages}) as package where ${inArray(sql`json_extract(package.value, '$.registry_type')`, [...SATELLITE_REGISTRY_TYPES])}) or json_array_length(${remotes}) > 0)`
+    : sql`(${packages} @? ${packagePath}::jsonpath or jsonb_array_length(${remotes}) > 0)`
+  // The literal `is_latest` test matches the partial unique index on the latest version.
+  const latest = database.dialect === 'sqlite' ? sql`${v.isLatest} = 1` : sql`${v.isLatest}`
+  return exists(database.db.select({ one: sql`1` }).from(v).where(and(eq(v.serverId, s.id), latest, runs)))
 }
 
 /** Text compared byte by byte on both dialects, so that both sort alike whatever the database locale. */

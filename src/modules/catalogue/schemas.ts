@@ -172,6 +172,9 @@ const ListFilters = {
   runtime: Type.Optional(Type.String({ minLength: 1, maxLength: 50, description: 'Case-insensitive.' })),
   featured: Type.Optional(Type.Boolean()),
   tag: Type.Optional(Type.String({ minLength: 1, maxLength: 50, description: 'Servers carrying this tag (case-insensitive).' })),
+  installable: Type.Optional(Type.Boolean({
+    description: '`true`: servers whose latest version has a package of a registry type satellites run (npm, pypi, oci, docker) or a remote; `false`: the others.',
+  })),
 }
 
 export const ServerListQuery = Type.Object({

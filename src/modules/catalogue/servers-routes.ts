@@ -17,7 +17,7 @@ const manage = policy.session({ permission: 'mcp.servers.manage' })
 /** A team's admins (and global admins) manage its servers; checked before the body is read. */
 const manageTeam = policy.session({ teamPermission: 'team.servers.manage' })
 
-const filterOf = (query: { category_id?: string; status?: ServerFilter['status']; transport_type?: ServerFilter['transportType']; language?: string; runtime?: string; featured?: boolean; tag?: string }): ServerFilter => ({
+const filterOf = (query: { category_id?: string; status?: ServerFilter['status']; transport_type?: ServerFilter['transportType']; language?: string; runtime?: string; featured?: boolean; tag?: string; installable?: boolean }): ServerFilter => ({
   categoryId: query.category_id,
   status: query.status,
   transportType: query.transport_type,
@@ -25,6 +25,7 @@ const filterOf = (query: { category_id?: string; status?: ServerFilter['status']
   runtime: query.runtime,
   featured: query.featured,
   tag: query.tag,
+  installable: query.installable,
 })
 
 /**
@@ -64,7 +65,11 @@ const TEAM_TEXT = [
   "For the team's team_admins and global admins; a non-member gets 404, a team_user 403.",
 ].join(' ')
 
-const FILTERS_TEXT = 'Filters combine (AND): `category_id`, `status`, `transport_type`, `featured` match exactly; `language`, `runtime` and `tag` case-insensitively.'
+const FILTERS_TEXT = [
+  'Filters combine (AND): `category_id`, `status`, `transport_type`, `featured` match exactly; `language`, `runtime` and `tag` case-insensitively.',
+  '`installable=true`: servers whose latest version has a package of a registry type satellites run (npm, pypi, oci, docker) or a remote',
+  '(a version without packages or remotes of its own has the server\'s); `installable=false`: the others, servers without a latest version among them.',
+].join(' ')
 
 export const serverRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const servers = () => app.services.serverService
