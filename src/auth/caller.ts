@@ -18,7 +18,7 @@ export interface UserCaller {
   /** The user's default team, when the credential check loaded it (null: none). */
   defaultTeam?: TeamRow | null
   /**
-   * Bearer callers: the team the token was bound to at consent (§4.8), which is all it reaches
+   * Bearer callers: the team the token was bound to at consent, which is all it reaches
    * (auth/team-binding.ts). Null or absent: the user's whole reach (sessions, tokens without a team).
    */
   teamId?: string | null

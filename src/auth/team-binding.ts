@@ -2,7 +2,7 @@ import { errors } from '../http/errors.js'
 import type { UserCaller } from './caller.js'
 
 /**
- * §4.8: a token bound to a team at consent reaches that team only. Null for sessions and for
+ * A token bound to a team at consent reaches that team only. Null for sessions and for
  * tokens bound to no team (issued before consent chose one): they reach every team of the user.
  */
 export const boundTeam = (caller: UserCaller): string | null => (caller.via === 'bearer' ? (caller.teamId ?? null) : null)

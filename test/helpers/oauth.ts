@@ -222,7 +222,7 @@ export async function issueTokens(app: FastifyInstance, cookie: string, scope?: 
 /**
  * Tokens bound to no team, as those issued before consent chose one: consent binds every new
  * grant to a team (the default one when none is chosen), so the new grant's binding is removed
- * in the database. They reach every team of the user (§4.8).
+ * in the database. They reach every team of the user.
  */
 export async function issueUnboundTokens(app: FastifyInstance, account: { id: string; cookie: string }, scope?: string): Promise<TokenSet> {
   const { db, t } = app.services.database

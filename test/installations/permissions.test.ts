@@ -181,8 +181,8 @@ describe.each(DIALECTS)('installation permissions on %s', (dialect) => {
     })).id
     sharedId = (await install(call, a.team.id, a.teamAdmin, { server_id: weatherId, name: 'matrix-shared' })).id
 
-    // Tokens approved for team A: a token reaches the team it was bound to at consent only (§4.8;
-    // test/oauth/team-bound-tokens.test.ts covers the others).
+    // Tokens approved for team A: a token reaches the team it was bound to at consent only
+    // (test/oauth/team-bound-tokens.test.ts covers the others).
     const forTeamA = { teamId: a.team.id }
     const readAsUser = await issueTokens(app, a.teamUser.cookie, 'mcp:read', forTeamA)
     const readAsAdmin = await issueTokens(app, a.teamAdmin.cookie, 'mcp:read', forTeamA)

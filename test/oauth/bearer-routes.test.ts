@@ -37,7 +37,7 @@ describe.each(DIALECTS)('dual routes with OAuth access tokens on %s', (dialect) 
 
   /**
    * The six dual routes, their scope, and what a correct answer shows. Consent binds these tokens
-   * to the holder's default team (none chosen): they reach that team alone (§4.8).
+   * to the holder's default team (none chosen): they reach that team alone.
    */
   const routes: Array<[string, Scope, (body: any) => void]> = [
     ['/api/users/me', 'user:read', (body) => expect(body.data).toMatchObject({ id: holder.id, username: holder.username })],

@@ -196,7 +196,7 @@ describe.each(DIALECTS)('the CLI login with oauth4webapi over real HTTP on %s', 
     const me = await bearer(tokens.access_token, '/api/users/me')
     expect(me.status).toBe(200)
     expect(((await me.json()) as { data: { id: string; username: string } }).data).toMatchObject({ id: admin.id, username: admin.username })
-    // The token reaches the team chosen at consent only (§4.8): its teams are that one, and the
+    // The token reaches the team chosen at consent only: its teams are that one, and the
     // default team is another team's route.
     const teams = await bearer(tokens.access_token, '/api/teams/me')
     expect(teams.status).toBe(200)

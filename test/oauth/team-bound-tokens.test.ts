@@ -11,7 +11,7 @@ const SCOPES = 'mcp:read teams:read account:read'
 const VALUES = { 'env:WEATHER_API_KEY': 'wk-bound-7c6b5a', 'env:PERSONAL_TOKEN': 'pt-bound-3e2d1c', 'arg:data_dir': '/srv/weather' }
 
 /**
- * §4.8: a token bound to a team at consent reaches that team only — the caller-wide views answer
+ * A token bound to a team at consent reaches that team only — the caller-wide views answer
  * for it alone, and another team's routes answer 403 even to a member of both teams (or a global
  * admin). A token bound to no team (issued before consent chose one) and a session reach every
  * team of the user.

@@ -55,12 +55,12 @@ const OWN_VALUES_TEXT = [
   'moved to another team satellite, or its satellite registered again with another key, they read as unset (`is_set: false`, with `unset_reason`) until set again.',
 ].join(' ')
 
-/** §4.8: what a bearer token bound to a team reaches of the caller-wide views. */
+/** What a bearer token bound to a team reaches of the caller-wide views. */
 const BOUND_MINE_TEXT = [
   'A bearer token bound to a team at consent answers for that team alone; `team_id` naming another team → 403 `FORBIDDEN` with `details.bound_team_id`',
   '(refused rather than answered empty, so a client holding the wrong token learns why). Sessions, and tokens bound to no team, answer for every team of the caller.',
 ].join(' ')
-/** §4.8: the team routes a bearer token bound to a team reaches. */
+/** The team routes a bearer token bound to a team reaches. */
 const BOUND_TEAM_TEXT = 'A bearer token bound to another team at consent → 403 `FORBIDDEN` with `details.bound_team_id`, even for a member (or a global admin) of this team.'
 
 const myLists = new SerializedAnswers<InstallationList>()

@@ -8,7 +8,7 @@ import { teamView } from './view.js'
 
 const tags = ['Teams']
 const teamsRead = policy.dual('teams:read')
-/** §4.8: a bearer token bound to a team at consent reaches that team only. */
+/** A bearer token bound to a team at consent reaches that team only. */
 const BOUND_TEXT = 'A bearer token bound to another team at consent → 403 `FORBIDDEN` with `details.bound_team_id`, even for a member (or a global admin) of this team.'
 
 /** Teams. Membership and permissions come from the route policy (`:id`). */
@@ -42,7 +42,7 @@ export const teamRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const mine = async (request: Parameters<typeof teamActor>[0]) => {
     const actor = teamActor(request)
     const bound = boundTeam(userCaller(request))
-    // §4.8: the token's team is all it reaches, so it is all its list shows.
+    // The token's team is all it reaches, so it is all its list shows.
     const list = (await teams().forUser(actor.userId)).filter((team) => bound === null || team.id === bound)
     return { success: true as const, data: { teams: list.map((team) => teamView(team, actor.userId)) } }
   }
