@@ -19,7 +19,7 @@ export interface UserCaller {
   defaultTeam?: TeamRow | null
   /**
    * Bearer callers: the team the token was bound to at consent, which is all it reaches
-   * (auth/team-binding.ts). Null or absent: the user's whole reach (sessions, tokens without a team).
+   * (http/team-reach.ts). Null or absent: the user's whole reach (sessions, tokens without a team).
    */
   teamId?: string | null
 }

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { policy } from '../../auth/policies.js'
-import { assertTeamInReach, boundTeam } from '../../auth/team-binding.js'
+import { assertTeamInReach, boundTeam } from '../../http/team-reach.js'
 import { userCaller } from '../../http/current-user.js'
 import { teamActor } from './actor.js'
 import { CreateTeamBody, Done, TeamEnvelope, TeamParams, TeamsEnvelope, UpdateTeamBody } from './schemas.js'

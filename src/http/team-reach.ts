@@ -1,5 +1,5 @@
-import { errors } from '../http/errors.js'
-import type { UserCaller } from './caller.js'
+import { errors } from './errors.js'
+import type { UserCaller } from '../auth/caller.js'
 
 /**
  * A token bound to a team at consent reaches that team only. Null for sessions and for
