@@ -8,7 +8,7 @@
  * npx options), a satellite without bubblewrap, and one whose operator chose ISOLATION=none.
  */
 import { createServer, type Server } from 'node:net'
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -18,7 +18,7 @@ import { ManagedInstance } from '../../examples/satellite/src/instance.js'
 import { defaultIsolationSettings, Isolation, type IsolationSettings } from '../../examples/satellite/src/isolation.js'
 import { SatelliteKeys } from '../../examples/satellite/src/sealing.js'
 import type { Instance, PackageLaunch } from '../../examples/satellite/src/types.js'
-import { alive, recordingHooks, sealTo, waitFor, type Recorded } from './support.js'
+import { alive, descendants, recordingHooks, sealTo, waitFor, type Recorded } from './support.js'
 
 const FIXTURE = join(dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'satellite', 'mcp-probe')
 const SECRET_A = 'sk-live-instance-a-7c1d9e'
@@ -29,26 +29,6 @@ type Answer = { ok: boolean; error?: string; text?: string; entries?: string[]; 
 async function probe(instance: ManagedInstance, tool: string, args: Record<string, unknown> = {}): Promise<Answer> {
   const result = await instance.upstream!.client.callTool({ name: tool, arguments: args })
   return JSON.parse((result.content as Array<{ text: string }>)[0]!.text) as Answer
-}
-
-/** Every process below `pid` on the host, from the parent links in /proc. */
-function descendants(pid: number): number[] {
-  const parents = new Map<number, number>()
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8')
-      parents.set(Number(entry), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]))
-    } catch {
-      // Gone meanwhile.
-    }
-  }
-  const found: number[] = []
-  const walk = (parent: number) => {
-    for (const [child, of] of parents) if (of === parent) (found.push(child), walk(child))
-  }
-  walk(pid)
-  return found
 }
 
 /** The host pid of the probe server itself (not bubblewrap around it). */

@@ -15,7 +15,7 @@
  * neighbour's environment, no pairing file. The secret and the satellite's key are in nothing the
  * stranger receives, and the victim's server still runs with its secret.
  */
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -33,7 +33,7 @@ import { startOAuthServer, type OAuthServer } from '../helpers/oauth-e2e.js'
 import { defaultTeamOf, TEAM_SERVERS_SETTING } from '../helpers/placement.js'
 import { createToken } from '../helpers/satellites.js'
 import { client, signUp, type Account, type Call } from '../helpers/teams.js'
-import { alive, EVERYTHING, EVERYTHING_VERSION, waitFor } from '../satellite/support.js'
+import { alive, descendants, EVERYTHING, EVERYTHING_VERSION, waitFor } from '../satellite/support.js'
 
 type Json = Record<string, unknown>
 
@@ -69,26 +69,6 @@ function everythingDocument(): Json {
 
 /** The attacker's package as a team's catalogue describes it (changed by `extra`). */
 const probePackage = (extra: Json = {}): Json => ({ registry_type: 'npm', identifier: 'mcp-probe', version: '1.0.0', ...extra })
-
-/** Every process below `pid` on the host, from the parent links in /proc. */
-function descendants(pid: number): number[] {
-  const parents = new Map<number, number>()
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8')
-      parents.set(Number(entry), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]))
-    } catch {
-      // Gone meanwhile.
-    }
-  }
-  const found: number[] = []
-  const walk = (parent: number) => {
-    for (const [child, of] of parents) if (of === parent) (found.push(child), walk(child))
-  }
-  walk(pid)
-  return found
-}
 
 /** The host pid, at or below `root`, of the process whose environment holds `value`. */
 function processHolding(root: number, value: string): number | undefined {
