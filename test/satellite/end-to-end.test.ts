@@ -135,7 +135,8 @@ describe.each(DIALECTS)('reference satellite end to end on %s', (dialect) => {
     })
     expect(refused.status).toBe(401)
     const { resourceMetadataUrl, scope } = extractWWWAuthenticateParams(refused)
-    expect(resourceMetadataUrl?.href).toBe(`${satellite.url}/.well-known/oauth-protected-resource/mcp/${installation.id}`)
+    expect(resourceMetadataUrl?.href).toBe(`${satellite.url}/.well-known/oauth-protected-resource/mcp`)
+    expect(scope?.split(' ')).toEqual(['mcp:read', 'offline_access'])
     const options = { serverUrl: endpoint, resourceMetadataUrl, scope }
     expect(await auth(provider, options)).toBe('REDIRECT')
     const authorizationUrl = provider.authorizationUrls[0]!
@@ -143,6 +144,9 @@ describe.each(DIALECTS)('reference satellite end to end on %s', (dialect) => {
     expect(authorizationUrl.searchParams.get('resource')).toBe(`${satellite.url}/mcp`)
     const code = await consent(authorizationUrl, user, teamId)
     expect(await auth(provider, { ...options, authorizationCode: code })).toBe('AUTHORIZED')
+    // offline_access was asked because the challenge named it: the client can refresh without the browser.
+    expect(provider.tokens()?.scope?.split(' ')).toContain('offline_access')
+    expect(provider.tokens()?.refresh_token).toMatch(/./)
     return { client: await connect(provider), provider }
   }
 

@@ -106,19 +106,20 @@ describe('reference satellite: HTTP front', () => {
   it('answers 401 with the metadata URL without a token, and serves RFC 9728 metadata naming the backend', async () => {
     const response = await post(`/mcp/${shared.installation_id}`)
     expect(response.status).toBe(401)
-    const metadataUrl = `${base}/.well-known/oauth-protected-resource/mcp/${shared.installation_id}`
-    expect(response.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${metadataUrl}"`)
-
-    for (const url of [metadataUrl, `${base}/.well-known/oauth-protected-resource/mcp`]) {
-      const metadata = await fetch(url)
-      expect(metadata.status).toBe(200)
-      expect(await metadata.json()).toMatchObject({
-        resource: `${base}/mcp`,
-        authorization_servers: [BACKEND],
-        scopes_supported: ['mcp:read'],
-        bearer_methods_supported: ['header'],
-      })
-    }
+    // RFC 9728 §3.1: the metadata of the resource `<base>/mcp` lives at the well-known name with
+    // the resource's path behind it, and declares exactly that resource (§3.3).
+    const metadataUrl = `${base}/.well-known/oauth-protected-resource/mcp`
+    expect(response.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${metadataUrl}", scope="mcp:read offline_access"`)
+    const metadata = await fetch(metadataUrl)
+    expect(metadata.status).toBe(200)
+    expect(await metadata.json()).toMatchObject({
+      resource: `${base}/mcp`,
+      authorization_servers: [BACKEND],
+      scopes_supported: ['mcp:read', 'offline_access'],
+      bearer_methods_supported: ['header'],
+    })
+    // No document claims a resource its URL was not derived from.
+    expect((await fetch(`${metadataUrl}/${shared.installation_id}`)).status).toBe(404)
     // An unknown installation still asks for a token first, so its existence is not revealed.
     expect((await post('/mcp/nothing-here')).status).toBe(401)
     const preflight = await fetch(`${base}/mcp/${shared.installation_id}`, { method: 'OPTIONS' })
@@ -133,7 +134,7 @@ describe('reference satellite: HTTP front', () => {
       ['expired', token('expired', { exp: Math.floor(Date.now() / 1000) - 5 }), 401, /error="invalid_token"/],
       ['backend api', token('api', { aud: BACKEND }), 401, /error="invalid_token"/],
       ['other satellite', token('othersat', { aud: 'http://127.0.0.1:1/mcp' }), 401, /error="invalid_token"/],
-      ['no scope', token('noscope', { scope: 'account:read teams:read' }), 403, /error="insufficient_scope", scope="mcp:read"/],
+      ['no scope', token('noscope', { scope: 'account:read teams:read' }), 403, /error="insufficient_scope", scope="mcp:read offline_access"/],
       ['refresh token', token('refresh', { token_type: 'refresh_token' }), 401, /error="invalid_token"/],
       ['no token type', token('untyped', { token_type: undefined }), 401, /error="invalid_token"/],
     ]

@@ -16,21 +16,32 @@
 import { randomUUID } from 'node:crypto'
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import type { Server } from '@modelcontextprotocol/sdk/server/index.js'
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js'
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js'
 import type { ManagedInstance } from './instance.js'
 import type { TokenClaims } from './types.js'
 import type { Logger } from './logger.js'
-import { announce, proxyServer } from './proxy.js'
+import { BoundedEventStore } from './event-store.js'
+import { SessionRelay } from './relay.js'
 import { refusal, type TokenChecker } from './tokens.js'
 import type { Upstream } from './upstream.js'
 
 export const WELL_KNOWN = '/.well-known/oauth-protected-resource'
+/** What a client asks for: the right to use the servers, and a refresh token so it need not come back to the browser hourly. */
+const SCOPES = ['mcp:read', 'offline_access']
 /** The largest JSON-RPC request body accepted. */
 const MAX_BODY = 4 * 1024 * 1024
-/** A session nobody used for this long (and with no open stream) is closed. */
-const SESSION_IDLE_MS = 30 * 60_000
+/** How long a client waits before it reconnects a stream the satellite ended (SSE `retry`). */
+const RETRY_MS = 1000
+
+export interface SessionLimits {
+  /** A session nobody used for this long (no request waiting, no stream open) is closed, and its upstream session with it. */
+  idleMs: number
+  /** The most client sessions one instance serves at once (each has its own upstream session: a process, for a package). */
+  perInstance: number
+}
+
+export const DEFAULT_SESSION_LIMITS: SessionLimits = { idleMs: 10 * 60_000, perInstance: 100 }
 
 export interface FrontOptions {
   backendUrl: string
@@ -38,6 +49,7 @@ export interface FrontOptions {
   /** The instances placed here for an installation (one shared, or one per user). */
   instancesOf(installationId: string): ManagedInstance[]
   log: Logger
+  sessions?: SessionLimits
 }
 
 interface Session {
@@ -45,8 +57,8 @@ interface Session {
   instance: ManagedInstance
   upstream: Upstream
   sub: string
-  server: Server
   transport: StreamableHTTPServerTransport
+  relay: SessionRelay
   /** Requests (and open streams) in progress. */
   active: number
   lastSeen: number
@@ -57,8 +69,10 @@ export class Front {
   private readonly sessions = new Map<string, Session>()
   private base: string | undefined
   private sweeper: NodeJS.Timeout | undefined
+  private readonly limits: SessionLimits
 
   constructor(private readonly options: FrontOptions) {
+    this.limits = options.sessions ?? DEFAULT_SESSION_LIMITS
     this.http = createServer((request, response) => {
       this.handle(request, response).catch((error: unknown) => {
         options.log.error(`request ${request.method} ${request.url?.split('?')[0]} failed: ${error instanceof Error ? error.message : String(error)}`)
@@ -77,7 +91,7 @@ export class Front {
         resolve()
       })
     })
-    this.sweeper = setInterval(() => this.sweep(), 60_000)
+    this.sweeper = setInterval(() => this.sweep(), Math.min(60_000, Math.max(1000, this.limits.idleMs / 2)))
     this.sweeper.unref()
     return (this.http.address() as AddressInfo).port
   }
@@ -98,7 +112,7 @@ export class Front {
 
   async close(): Promise<void> {
     clearInterval(this.sweeper)
-    await Promise.all([...this.sessions.values()].map((session) => session.server.close().catch(() => undefined)))
+    await Promise.all([...this.sessions.values()].map((session) => session.relay.close()))
     this.sessions.clear()
     await new Promise<void>((resolve) => {
       this.http.close(() => resolve())
@@ -111,8 +125,28 @@ export class Front {
     return this.base
   }
 
-  private metadataUrl(installationId?: string): string {
-    return `${this.baseUrl()}${WELL_KNOWN}/mcp${installationId === undefined ? '' : `/${encodeURIComponent(installationId)}`}`
+  /**
+   * Where the metadata of the resource `<base>/mcp` is (RFC 9728 §3.1: the well-known name
+   * inserted before the resource's path), so a client that checks that the document declares
+   * the very resource its URL was derived from (§3.3) accepts it.
+   */
+  private get metadataUrl(): string {
+    const resource = new URL(this.resource)
+    return `${resource.origin}${WELL_KNOWN}${resource.pathname}`
+  }
+
+  /**
+   * A satellite reached on a loopback address answers only to loopback host names: a web page
+   * whose name was made to resolve to 127.0.0.1 (DNS rebinding) gets 403, not an MCP session.
+   */
+  private hostAllowed(host: string | undefined): boolean {
+    if (!isLoopback(new URL(this.baseUrl()).hostname)) return true
+    if (host === undefined) return false
+    try {
+      return isLoopback(new URL(`http://${host}`).hostname)
+    } catch {
+      return false
+    }
   }
 
   private async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
@@ -122,12 +156,12 @@ export class Front {
       response.writeHead(204).end()
       return
     }
-    if (path === `${WELL_KNOWN}/mcp` || path.startsWith(`${WELL_KNOWN}/mcp/`)) {
+    if (path === `${WELL_KNOWN}/mcp`) {
       if (request.method !== 'GET' && request.method !== 'HEAD') return json(response, 405, { error: 'method_not_allowed' }, { allow: 'GET' })
       return json(response, 200, {
         resource: this.resource,
         authorization_servers: [this.options.backendUrl],
-        scopes_supported: ['mcp:read'],
+        scopes_supported: SCOPES,
         bearer_methods_supported: ['header'],
         resource_name: 'MCP servers of this satellite',
       }, { 'cache-control': 'public, max-age=300' })
@@ -135,6 +169,9 @@ export class Front {
     if (path === '/healthz') return json(response, 200, { status: 'ok' })
     const match = /^\/mcp\/([^/]+)\/?$/.exec(path)
     if (match === null) return json(response, 404, { error: 'not_found' })
+    if (!this.hostAllowed(request.headers.host)) {
+      return json(response, 403, { error: 'forbidden', error_description: 'This satellite answers only to its own host name.' })
+    }
     let installationId: string
     try {
       installationId = decodeURIComponent(match[1]!)
@@ -145,10 +182,10 @@ export class Front {
   }
 
   private async serveMcp(request: IncomingMessage, response: ServerResponse, installationId: string): Promise<void> {
-    const metadata = this.metadataUrl(installationId)
+    const metadata = this.metadataUrl
     const token = bearerToken(request.headers.authorization)
     if (token === undefined) {
-      return json(response, 401, { error: 'invalid_token', error_description: 'A bearer token is required.' }, { 'www-authenticate': `Bearer resource_metadata="${metadata}"` })
+      return json(response, 401, { error: 'invalid_token', error_description: 'A bearer token is required.' }, { 'www-authenticate': `Bearer resource_metadata="${metadata}", scope="${SCOPES.join(' ')}"` })
     }
     let claims: TokenClaims
     try {
@@ -159,8 +196,7 @@ export class Front {
     }
     const refused = refusal(claims, this.resource)
     if (refused !== undefined) {
-      const scope = refused.error === 'insufficient_scope' ? ' scope="mcp:read",' : ''
-      const challenge = `Bearer error="${refused.error}",${scope} resource_metadata="${metadata}"`
+      const challenge = `Bearer error="${refused.error}", scope="${SCOPES.join(' ')}", resource_metadata="${metadata}"`
       return json(response, refused.status, { error: refused.error, error_description: refused.description }, { 'www-authenticate': challenge })
     }
     const candidates = this.options.instancesOf(installationId)
@@ -177,7 +213,7 @@ export class Front {
     await this.session(request, response, instance, upstream, sub)
   }
 
-  /** Hands the request to its session, or opens one for an `initialize`. */
+  /** Hands the request to its session, or opens one (with its own upstream session) for an `initialize`. */
   private async session(request: IncomingMessage, response: ServerResponse, instance: ManagedInstance, upstream: Upstream, sub: string): Promise<void> {
     const body = request.method === 'POST' ? await readJson(request, response) : undefined
     if (body === INVALID) return
@@ -194,26 +230,40 @@ export class Front {
     if (!initializing) {
       return json(response, 400, { jsonrpc: '2.0', error: { code: -32000, message: 'Bad Request: Mcp-Session-Id header is required' }, id: null })
     }
-    const server = proxyServer(instance, upstream)
-    const session: Session = { id: undefined, instance, upstream, sub, server, active: 0, lastSeen: Date.now(), transport: undefined as never }
+    if (this.sessionsOf(instance) >= this.limits.perInstance) {
+      return json(response, 503, { jsonrpc: '2.0', error: { code: -32000, message: 'This server has as many sessions as this satellite runs for it; close one or try again later' }, id: null }, { 'retry-after': '30' })
+    }
+    const own = instance.sessionTransport()
+    if (own === undefined) return json(response, 503, { error: 'unavailable', error_description: `The server is ${instance.phase}.` }, { 'retry-after': '5' })
+    const session: Session = { id: undefined, instance, upstream, sub, active: 0, lastSeen: Date.now(), transport: undefined as never, relay: undefined as never }
     const transport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => {
         session.id = id
         this.sessions.set(id, session)
       },
+      eventStore: new BoundedEventStore(),
+      retryInterval: RETRY_MS,
     })
+    const relay = new SessionRelay(transport, own, { disabledTools: () => instance.disabledTools }, (text) => this.options.log.warn(`a session of ${instance.id}: ${text}`))
     session.transport = transport
-    const offChange = upstream.onChange((change) => void announce(server, change).catch(() => undefined))
-    const offClose = upstream.onClose(() => void server.close().catch(() => undefined))
-    transport.onclose = () => {
-      if (session.id !== undefined) this.sessions.delete(session.id)
-      offChange()
+    session.relay = relay
+    // A restart or crash of the instance ends its sessions: clients start new ones on what runs now.
+    const offClose = upstream.onClose(() => void relay.close())
+    transport.onclose = () => void relay.close()
+    relay.onclose = () => {
+      if (session.id !== undefined && this.sessions.get(session.id) === session) this.sessions.delete(session.id)
       offClose()
     }
-    await server.connect(transport)
+    try {
+      await relay.start()
+    } catch (error) {
+      this.options.log.warn(`a session of ${instance.id} could not start: ${error instanceof Error ? error.message : String(error)}`)
+      await relay.close()
+      return json(response, 503, { jsonrpc: '2.0', error: { code: -32000, message: 'The server could not start a session; try again shortly' }, id: null }, { 'retry-after': '5' })
+    }
     await this.forward(session, request, response, body)
-    if (session.id === undefined) await server.close()
+    if (session.id === undefined) await relay.close()
   }
 
   private async forward(session: Session, request: IncomingMessage, response: ServerResponse, body: unknown): Promise<void> {
@@ -226,17 +276,24 @@ export class Front {
     await session.transport.handleRequest(request, response, body)
   }
 
+  private sessionsOf(instance: ManagedInstance): number {
+    let count = 0
+    for (const session of this.sessions.values()) if (session.instance === instance) count += 1
+    return count
+  }
+
+  /** Ends sessions nobody used for the idle bound (no request waiting, no stream open). */
   private sweep(): void {
     const now = Date.now()
     for (const session of this.sessions.values()) {
-      if (session.active === 0 && now - session.lastSeen > SESSION_IDLE_MS) void session.server.close().catch(() => undefined)
+      if (session.active === 0 && session.relay.pending === 0 && now - session.lastSeen > this.limits.idleMs) void session.relay.close()
     }
   }
 
   /** Tells the open sessions of an instance that its tool list changed (the disabled tools did). */
   toolsChanged(instance: ManagedInstance): void {
     for (const session of this.sessions.values()) {
-      if (session.instance === instance) void announce(session.server, 'tools').catch(() => undefined)
+      if (session.instance === instance) session.relay.listChanged('tools')
     }
   }
 }
@@ -261,6 +318,10 @@ async function readJson(request: IncomingMessage, response: ServerResponse): Pro
     json(response, 400, { jsonrpc: '2.0', error: { code: -32700, message: 'Parse error' }, id: null })
     return INVALID
   }
+}
+
+function isLoopback(hostname: string): boolean {
+  return hostname === 'localhost' || hostname === '[::1]' || /^127(\.\d{1,3}){3}$/.test(hostname)
 }
 
 function bearerToken(header: string | undefined): string | undefined {

@@ -7,6 +7,7 @@
  * at a time per instance, and each step re-reads the latest spec, so a burst of documents ends
  * in the state of the last one. A start that a newer document makes pointless is abandoned.
  */
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js'
 import type { Tool } from '@modelcontextprotocol/sdk/types.js'
 import type { EgressRule } from './egress.js'
 import { Isolation } from './isolation.js'
@@ -14,7 +15,7 @@ import { LaunchError, packageCommand, remoteTarget, type Secrets } from './launc
 import type { SecretOpener } from './key-ring.js'
 import { mask, maskedForms } from './masking.js'
 import type { Instance, ObservedInstance, Phase } from './types.js'
-import { Upstream } from './upstream.js'
+import { openTransport, Upstream } from './upstream.js'
 
 export interface InstanceHooks {
   /** The phase (or its message) changed. */
@@ -71,6 +72,18 @@ export class ManagedInstance {
   /** The tools clients may see and call. */
   get disabledTools(): ReadonlySet<string> {
     return new Set(this.spec.disabled_tools)
+  }
+
+  /**
+   * A new connection to the running server for one client session, not yet started: for a
+   * package a process of its own (in the instance's sandbox, with the instance's folder as its
+   * home), for a remote server a session of its own. Its output goes to the instance's logs,
+   * masked like the rest.
+   */
+  sessionTransport(): Transport | undefined {
+    const upstream = this.upstream
+    if (upstream === undefined || this.phase !== 'running') return undefined
+    return openTransport(upstream.source, (stream, text) => this.options.hooks.log(this.id, stream, this.mask(text)))
   }
 
   /** Takes the latest spec from the backend and converges to it in the background. */

@@ -32,6 +32,27 @@ export interface UpstreamEvents {
 
 export type ListChange = 'tools' | 'resources' | 'prompts'
 
+/**
+ * Where an instance's server is reached: a process to start, or a remote server. The instance's
+ * own connection and each client session's connection are opened from the same source.
+ */
+export type UpstreamSource =
+  | { kind: 'process'; child: ChildSpawn }
+  | { kind: 'remote'; target: RemoteTarget; egress: EgressRule }
+
+/**
+ * A new, unconnected transport to the server: a new process, or a new connection (and so a new
+ * MCP session) to the remote server, within its egress rule and with the instance's headers.
+ */
+export function openTransport(source: UpstreamSource, onLine: (stream: 'stdout' | 'stderr', text: string) => void, observe: ExchangeRecord['observe'] = () => undefined): Transport {
+  if (source.kind === 'process') return new ChildTransport({ ...source.child, onLine })
+  const { target, egress } = source
+  const options = { requestInit: { headers: target.headers }, fetch: guardedFetch(egress, observe) }
+  return target.transport === 'sse'
+    ? new SSEClientTransport(new URL(target.url), options)
+    : new StreamableHTTPClientTransport(new URL(target.url), options)
+}
+
 export class Upstream {
   readonly client: Client
   tools: Tool[] = []
@@ -44,7 +65,7 @@ export class Upstream {
   /** A remote server's exchanges: what its failures may say. */
   private readonly exchanges: ExchangeRecord | undefined
 
-  private constructor(private readonly transport: Transport, private readonly events: UpstreamEvents, exchanges?: ExchangeRecord) {
+  private constructor(readonly source: UpstreamSource, private readonly transport: Transport, private readonly events: UpstreamEvents, exchanges?: ExchangeRecord) {
     this.exchanges = exchanges
     this.client = new Client({ name: 'reference-satellite', version: SATELLITE_VERSION }, { capabilities: {} })
     this.client.onclose = () => this.closed()
@@ -58,8 +79,8 @@ export class Upstream {
 
   /** Starts a package's process (as the satellite's isolation says) and connects to it over stdio. */
   static process(child: ChildSpawn, events: UpstreamEvents): Upstream {
-    const transport = new ChildTransport({ ...child, onLine: (stream, text) => events.line(stream, text) })
-    return new Upstream(transport, events)
+    const source: UpstreamSource = { kind: 'process', child }
+    return new Upstream(source, openTransport(source, events.line), events)
   }
 
   /**
@@ -68,11 +89,8 @@ export class Upstream {
    */
   static remote(target: RemoteTarget, events: UpstreamEvents, egress: EgressRule): Upstream {
     const exchanges = new ExchangeRecord()
-    const options = { requestInit: { headers: target.headers }, fetch: guardedFetch(egress, exchanges.observe) }
-    const transport = target.transport === 'sse'
-      ? new SSEClientTransport(new URL(target.url), options)
-      : new StreamableHTTPClientTransport(new URL(target.url), options)
-    return new Upstream(transport, events, exchanges)
+    const source: UpstreamSource = { kind: 'remote', target, egress }
+    return new Upstream(source, openTransport(source, events.line, exchanges.observe), events, exchanges)
   }
 
   /** `initialize`, then the tool list; `signal` (a stop asked meanwhile) or the timeout abandon it. */
