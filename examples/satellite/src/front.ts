@@ -233,7 +233,8 @@ export class Front {
     if (this.sessionsOf(instance) >= this.limits.perInstance) {
       return json(response, 503, { jsonrpc: '2.0', error: { code: -32000, message: 'This server has as many sessions as this satellite runs for it; close one or try again later' }, id: null }, { 'retry-after': '30' })
     }
-    const own = instance.sessionTransport()
+    let relay: SessionRelay | undefined
+    const own = instance.sessionTransport({ streamEnded: (id) => relay?.upstreamStreamEnded(id) })
     if (own === undefined) return json(response, 503, { error: 'unavailable', error_description: `The server is ${instance.phase}.` }, { 'retry-after': '5' })
     const session: Session = { id: undefined, instance, upstream, sub, active: 0, lastSeen: Date.now(), transport: undefined as never, relay: undefined as never }
     const transport = new StreamableHTTPServerTransport({
@@ -245,7 +246,7 @@ export class Front {
       eventStore: new BoundedEventStore(),
       retryInterval: RETRY_MS,
     })
-    const relay = new SessionRelay(transport, own, { disabledTools: () => instance.disabledTools }, (text) => this.options.log.warn(`a session of ${instance.id}: ${text}`))
+    relay = new SessionRelay(transport, own, { disabledTools: () => instance.disabledTools }, (text) => this.options.log.warn(`a session of ${instance.id}: ${text}`))
     session.transport = transport
     session.relay = relay
     // A restart or crash of the instance ends its sessions: clients start new ones on what runs now.
@@ -273,6 +274,7 @@ export class Front {
       session.active -= 1
       session.lastSeen = Date.now()
     })
+    negotiated(request, session.relay.protocolVersion)
     await session.transport.handleRequest(request, response, body)
   }
 
@@ -318,6 +320,21 @@ async function readJson(request: IncomingMessage, response: ServerResponse): Pro
     json(response, 400, { jsonrpc: '2.0', error: { code: -32700, message: 'Parse error' }, id: null })
     return INVALID
   }
+}
+
+/**
+ * A session's requests are served at the protocol version agreed at `initialize`, whatever
+ * version header a request carries: the transport decides from that header whether a stream
+ * starts with an event id to resume from, and a client that sends an older one on a newer
+ * session would otherwise lose resumability.
+ */
+function negotiated(request: IncomingMessage, version: string | undefined): void {
+  if (version === undefined) return
+  request.headers['mcp-protocol-version'] = version
+  const raw = request.rawHeaders
+  const index = raw.findIndex((name, position) => position % 2 === 0 && name.toLowerCase() === 'mcp-protocol-version')
+  if (index === -1) raw.push('mcp-protocol-version', version)
+  else raw[index + 1] = version
 }
 
 function isLoopback(hostname: string): boolean {

@@ -15,7 +15,7 @@ import { LaunchError, packageCommand, remoteTarget, type Secrets } from './launc
 import type { SecretOpener } from './key-ring.js'
 import { mask, maskedForms } from './masking.js'
 import type { Instance, ObservedInstance, Phase } from './types.js'
-import { openTransport, Upstream } from './upstream.js'
+import { openTransport, Upstream, type TransportWatch } from './upstream.js'
 
 export interface InstanceHooks {
   /** The phase (or its message) changed. */
@@ -80,10 +80,10 @@ export class ManagedInstance {
    * home), for a remote server a session of its own. Its output goes to the instance's logs,
    * masked like the rest.
    */
-  sessionTransport(): Transport | undefined {
+  sessionTransport(watch: TransportWatch = {}): Transport | undefined {
     const upstream = this.upstream
     if (upstream === undefined || this.phase !== 'running') return undefined
-    return openTransport(upstream.source, (stream, text) => this.options.hooks.log(this.id, stream, this.mask(text)))
+    return openTransport(upstream.source, (stream, text) => this.options.hooks.log(this.id, stream, this.mask(text)), watch)
   }
 
   /** Takes the latest spec from the backend and converges to it in the background. */

@@ -31,6 +31,9 @@ import {
   type RequestId,
 } from '@modelcontextprotocol/sdk/types.js'
 
+/** The first protocol version whose streams begin with an event id the client can resume from. */
+const RESUMABLE_SINCE = '2025-11-25'
+
 export interface RelayPolicy {
   /** Tools the client may neither see nor call. */
   disabledTools(): ReadonlySet<string>
@@ -52,6 +55,8 @@ export class SessionRelay {
   /** Messages to the client go out one after the other, in the order the server sent them. */
   private outbound: Promise<void> = Promise.resolve()
   private ended = false
+  /** The protocol version the server and the client agreed on at `initialize`. */
+  protocolVersion: string | undefined
 
   constructor(
     private readonly client: Transport,
@@ -73,6 +78,20 @@ export class SessionRelay {
   /** Tells the client that a list changed (the admin changed the disabled tools). */
   listChanged(list: 'tools' | 'resources' | 'prompts'): void {
     this.toClient({ jsonrpc: '2.0', method: `notifications/${list}/list_changed` })
+  }
+
+  /**
+   * The remote server ended the stream of a request before answering it (it lets the client
+   * poll). The client's stream ends too, so that the client resumes with Last-Event-ID and gets
+   * the answer there — as it would from the server directly. Only for clients whose streams carry
+   * event ids (protocol 2025-11-25 and later); others keep their stream until the answer comes.
+   */
+  upstreamStreamEnded(id: RequestId): void {
+    // The answer may be on its way through the transport's parser: give it a moment.
+    setTimeout(() => {
+      const client = this.client as Transport & { closeSSEStream?: (id: RequestId) => void }
+      if (!this.ended && this.waiting.has(id) && (this.protocolVersion ?? '') >= RESUMABLE_SINCE) client.closeSSEStream?.(id)
+    }, 50).unref()
   }
 
   /** Requests waiting for the server's answer (tests, the idle sweep). */
@@ -144,7 +163,10 @@ export class SessionRelay {
     if (method === 'initialize') {
       const version = result.protocolVersion
       const server = this.server as Transport & { setProtocolVersion?: (version: string) => void }
-      if (typeof version === 'string') server.setProtocolVersion?.(version)
+      if (typeof version === 'string') {
+        this.protocolVersion = version
+        server.setProtocolVersion?.(version)
+      }
       const capabilities = result.capabilities as Record<string, unknown> | undefined
       if (capabilities?.tools !== undefined && typeof capabilities.tools === 'object') {
         return { ...response, result: { ...result, capabilities: { ...capabilities, tools: { ...capabilities.tools, listChanged: true } } } }

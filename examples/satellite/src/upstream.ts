@@ -7,10 +7,13 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js'
+import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js'
 import {
+  isJSONRPCRequest,
   PromptListChangedNotificationSchema,
   ResourceListChangedNotificationSchema,
   ToolListChangedNotificationSchema,
+  type RequestId,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js'
 import { ChildTransport, type ChildSpawn, type ExitInfo } from './child-transport.js'
@@ -40,14 +43,47 @@ export type UpstreamSource =
   | { kind: 'process'; child: ChildSpawn }
   | { kind: 'remote'; target: RemoteTarget; egress: EgressRule }
 
+export interface TransportWatch {
+  /** Sees each exchange with a remote server (what its failures may say). */
+  observe?: ExchangeRecord['observe']
+  /**
+   * A remote server ended the stream it was answering a request on, whether or not the answer
+   * came (a server may end it early and answer on the stream the client resumes).
+   */
+  streamEnded?: (requestId: RequestId) => void
+}
+
+/** `fetch` that reports the end of each SSE stream answering a POST of requests. */
+function watchingStreams(fetch: FetchLike, ended: (requestId: RequestId) => void): FetchLike {
+  return async (input, init) => {
+    const response = await fetch(input, init)
+    if (init?.method !== 'POST' || response.body === null || !response.headers.get('content-type')?.includes('text/event-stream')) return response
+    const ids = requestIdsOf(init.body)
+    if (ids.length === 0) return response
+    const body = response.body.pipeThrough(new TransformStream<Uint8Array, Uint8Array>({ flush: () => ids.forEach(ended) }))
+    return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers })
+  }
+}
+
+function requestIdsOf(body: unknown): RequestId[] {
+  if (typeof body !== 'string') return []
+  try {
+    const parsed = JSON.parse(body) as unknown
+    return (Array.isArray(parsed) ? parsed : [parsed]).filter((message) => isJSONRPCRequest(message)).map((message) => message.id)
+  } catch {
+    return []
+  }
+}
+
 /**
  * A new, unconnected transport to the server: a new process, or a new connection (and so a new
  * MCP session) to the remote server, within its egress rule and with the instance's headers.
  */
-export function openTransport(source: UpstreamSource, onLine: (stream: 'stdout' | 'stderr', text: string) => void, observe: ExchangeRecord['observe'] = () => undefined): Transport {
+export function openTransport(source: UpstreamSource, onLine: (stream: 'stdout' | 'stderr', text: string) => void, watch: TransportWatch = {}): Transport {
   if (source.kind === 'process') return new ChildTransport({ ...source.child, onLine })
   const { target, egress } = source
-  const options = { requestInit: { headers: target.headers }, fetch: guardedFetch(egress, observe) }
+  const guarded = guardedFetch(egress, watch.observe ?? (() => undefined))
+  const options = { requestInit: { headers: target.headers }, fetch: watch.streamEnded === undefined ? guarded : watchingStreams(guarded, watch.streamEnded) }
   return target.transport === 'sse'
     ? new SSEClientTransport(new URL(target.url), options)
     : new StreamableHTTPClientTransport(new URL(target.url), options)
@@ -90,7 +126,7 @@ export class Upstream {
   static remote(target: RemoteTarget, events: UpstreamEvents, egress: EgressRule): Upstream {
     const exchanges = new ExchangeRecord()
     const source: UpstreamSource = { kind: 'remote', target, egress }
-    return new Upstream(source, openTransport(source, events.line, exchanges.observe), events, exchanges)
+    return new Upstream(source, openTransport(source, events.line, { observe: exchanges.observe }), events, exchanges)
   }
 
   /** `initialize`, then the tool list; `signal` (a stop asked meanwhile) or the timeout abandon it. */
