@@ -3,6 +3,7 @@
  */
 import { hostname, homedir } from 'node:os'
 import { join, resolve } from 'node:path'
+import { DEFAULT_SESSION_LIMITS, type SessionLimits } from './front.js'
 import { defaultIsolationSettings, type IsolationSettings } from './isolation.js'
 import type { SandboxLimits } from './sandbox.js'
 
@@ -33,6 +34,11 @@ export interface SatelliteConfig {
    * Absent: none.
    */
   egressAllowedHosts?: string[]
+  /**
+   * SESSION_IDLE_SECONDS (default 600) and MAX_SESSIONS_PER_INSTANCE (default 100): each client
+   * session has its own upstream session (a process, for a package); these bound them.
+   */
+  sessions?: SessionLimits
 }
 
 const NAME = /^[a-z0-9][a-z0-9_-]{2,63}$/
@@ -65,6 +71,10 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env, cwd = proces
     egressAllowedHosts: allowedHosts(env.EGRESS_ALLOWED_HOSTS ?? ''),
     rotateKey: env.ROTATE_KEY === '1' || env.ROTATE_KEY?.toLowerCase() === 'true',
     isolation: isolationFromEnv(env, cwd, stateDir),
+    sessions: {
+      idleMs: whole(env, 'SESSION_IDLE_SECONDS', DEFAULT_SESSION_LIMITS.idleMs / 1000) * 1000,
+      perInstance: whole(env, 'MAX_SESSIONS_PER_INSTANCE', DEFAULT_SESSION_LIMITS.perInstance),
+    },
   }
 }
 

@@ -61,7 +61,7 @@ export class Satellite {
     this.store = new StateStore(config.stateDir)
     this.reports = new Reports(this.backend, log, () => this.observed())
     const tokens = new TokenChecker((token) => this.backend.introspect(token))
-    this.front = new Front({ backendUrl: config.backendUrl, tokens, log, instancesOf: (id) => this.instancesOf(id) })
+    this.front = new Front({ backendUrl: config.backendUrl, tokens, log, instancesOf: (id) => this.instancesOf(id), ...(config.sessions === undefined ? {} : { sessions: config.sessions }) })
     this.ended = new Promise((resolve) => (this.endWith = resolve))
   }
 
