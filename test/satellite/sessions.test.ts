@@ -207,6 +207,26 @@ describe('reference satellite: MCP sessions', () => {
     await waitFor(() => started.every((pid) => !alive(pid)), 'the session process to end')
   })
 
+  it("answers a call in progress when the session's process dies, and the next session gets a new one", async () => {
+    const before = new Set(descendants(process.pid))
+    const client = await connect(packaged.installation_id)
+    const own = descendants(process.pid).filter((pid) => !before.has(pid))
+    expect(own.length).toBeGreaterThan(0)
+    const call = client.callTool({ name: 'trigger-long-running-operation', arguments: { duration: 5, steps: 5 } })
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    for (const pid of own) {
+      try {
+        process.kill(pid, 'SIGKILL')
+      } catch {
+        // gone already
+      }
+    }
+    await expect(call).rejects.toThrow(/The server ended the session/)
+    expect(instanceOf(packaged).phase).toBe('running')
+    const next = await connect(packaged.installation_id)
+    expect((await next.listTools()).tools.length).toBeGreaterThan(0)
+  })
+
   it('resumes a stream cut short: Last-Event-ID brings the rest of the progress and the result', async () => {
     const endpoint = `${base}/mcp/${packaged.installation_id}`
     const headers = { ...bearer, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' }

@@ -15,7 +15,7 @@ export interface EventStoreLimits {
   bytes: number
 }
 
-export const DEFAULT_EVENT_LIMITS: EventStoreLimits = { events: 1000, bytes: 4 * 1024 * 1024 }
+export const DEFAULT_EVENT_LIMITS: EventStoreLimits = { events: 1000, bytes: 2 * 1024 * 1024 }
 
 interface Stored {
   id: string

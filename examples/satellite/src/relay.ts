@@ -68,7 +68,7 @@ export class SessionRelay {
   /** Opens the upstream session's transport (starts its process) and wires both sides. */
   async start(): Promise<void> {
     this.server.onmessage = (message) => this.fromServer(message)
-    this.server.onclose = () => void this.close()
+    this.server.onclose = () => void this.serverEnded()
     this.server.onerror = (error) => this.warn(`upstream: ${error.message}`)
     await this.server.start()
     this.client.onmessage = (message) => this.fromClient(message)
@@ -107,6 +107,16 @@ export class SessionRelay {
     await server.terminateSession?.().catch(() => undefined)
     await Promise.all([this.server.close().catch(() => undefined), this.client.close().catch(() => undefined)])
     this.onclose?.()
+  }
+
+  /** The server ended the session (its process exited): what waits is answered before the client's session ends. */
+  private async serverEnded(): Promise<void> {
+    for (const id of this.waiting.keys()) {
+      this.toClient({ jsonrpc: '2.0', id, error: { code: ErrorCode.ConnectionClosed, message: 'The server ended the session' } })
+    }
+    this.waiting.clear()
+    await this.outbound
+    await this.close()
   }
 
   private fromClient(message: JSONRPCMessage): void {
