@@ -12,6 +12,7 @@ import { serversRepository } from './db/repositories/servers.js'
 import { emailTokensRepository } from './db/repositories/email-tokens.js'
 import { providerStatesRepository } from './db/repositories/provider-states.js'
 import { oauthRepository } from './db/repositories/oauth.js'
+import { resourceTeamsRepository } from './db/repositories/resource-teams.js'
 import { registrationTokensRepository } from './db/repositories/registration-tokens.js'
 import { satellitesRepository } from './db/repositories/satellites.js'
 import { installationsRepository } from './db/repositories/installations.js'
@@ -169,7 +170,7 @@ export async function createServices(database: Database, { config, clock, log, l
     database, users, teams, sessionsRepository: sessionRows, oauth: oauthRows, sessions, passwords, settings, audit, emailFlows, limits, clock, metrics: metrics.logins,
   })
   const oauth = new OAuthServer({
-    database, repository: oauthRows, teams, settings, audit, digest,
+    database, repository: oauthRows, teams, resourceTeams: resourceTeamsRepository(database), settings, audit, digest,
     csrfKey: deriveKey(config.encryptionSecret, 'oauth-csrf'), clock, config, metrics: metrics.tokens,
     clientDocuments: new ClientIdDocuments(new OutboundFetch({ allowedHosts: config.outboundAllowedHosts, ...outbound }), clock, new FetchBudget(
       config.rateLimitEnabled ? { perIp: limits.clientDocumentFetch, global: limits.clientDocumentFetchGlobal } : null, clock,

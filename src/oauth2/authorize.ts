@@ -1,3 +1,4 @@
+import { SCOPES, type Scope } from '../auth/policies.js'
 import type { SessionCaller } from '../auth/sessions.js'
 import type { OAuthRequestRow } from '../db/repositories/oauth.js'
 import { ERROR_CODES, type ErrorCode } from '../http/error-codes.js'
@@ -75,11 +76,15 @@ export class AuthorizationEndpoint {
     if (!isPkceValue(query.code_challenge)) return refuse('invalid_request', 'code_challenge must be 43 to 128 characters of [A-Za-z0-9-._~].')
     // Names this service does not know are dropped (RFC 6749 §3.3); none known left → the client's
     // scopes, as without `scope`. The consent page and the token answer show what was kept.
-    const scopes = scopesOrDefault(query.scope, client.scopes)
-    if (scopes === null) return refuse('invalid_scope', `${MALFORMED_SCOPE}.`)
-    if (!isSubset(scopes, client.scopes)) {
-      return refuse('invalid_scope', `The scope may name only scopes this client registered: ${formatScope(client.scopes)}.`)
+    const asked = scopesOrDefault(query.scope, client.scopes)
+    if (asked === null) return refuse('invalid_scope', `${MALFORMED_SCOPE}.`)
+    const permitted = permittedScopes(client)
+    if (!isSubset(asked, permitted)) {
+      return refuse('invalid_scope', `The scope may name only scopes this client registered: ${formatScope(permitted)}.`)
     }
+    // A refresh token only for a client that may use it: offline_access is granted to no other.
+    const scopes = client.grantTypes.includes('refresh_token') ? asked : asked.filter((scope) => scope !== 'offline_access')
+    if (scopes.length === 0) return refuse('invalid_scope', 'offline_access needs the refresh_token grant, which this client did not register.')
     const resource = query.resource === undefined ? null : parseResource(query.resource)
     if (resource === null && query.resource !== undefined) return refuse('invalid_target', 'resource must be an absolute URI without a fragment (RFC 8707).')
     if (!client.grantTypes.includes('authorization_code')) return refuse('unauthorized_client', 'This client may not use the authorization code grant.')
@@ -123,6 +128,18 @@ export class AuthorizationEndpoint {
   private async redirectsErrors(client: OAuthClient, session: SessionCaller | null): Promise<boolean> {
     return client.id === CLI_CLIENT_ID || session !== null || this.deps.repository.anyConsent(client.id)
   }
+}
+
+/**
+ * The scopes a client may ask for: those it registered (or its metadata document names), and
+ * `offline_access` for every client that registered the refresh_token grant. offline_access
+ * grants nothing on any resource; it asks for a refresh token, which `grant_types` already allows
+ * (RFC 7591 §2). MCP clients copy a resource's `scopes_supported` into their registration, and a
+ * client that registered before that list named offline_access must still get refresh tokens.
+ */
+function permittedScopes(client: OAuthClient): readonly Scope[] {
+  if (!client.grantTypes.includes('refresh_token') || client.scopes.includes('offline_access')) return client.scopes
+  return SCOPES.filter((scope) => scope === 'offline_access' || client.scopes.includes(scope))
 }
 
 /**

@@ -10,7 +10,9 @@ import { findClient } from './client-lookup.js'
 import type { OAuthClient } from './clients.js'
 import { clientRedirect, issuerOf, loginEnabled, nowOf, type OAuthDeps } from './deps.js'
 import { anotherSession, consentDisabled } from './errors.js'
-import { isSubset, parseScope } from './scopes.js'
+import { audienceOf, backendResources } from './resources.js'
+import { describeScopes, isSubset, parseScope, type ScopeContext } from './scopes.js'
+import { TeamChooser, type TeamChoice, type TeamOption } from './team-choice.js'
 
 /** The code lives 10 minutes and is single use. */
 export const CODE_LIFETIME_MS = 10 * 60 * 1000
@@ -25,9 +27,13 @@ export interface ConsentDecision {
 export interface ConsentView {
   request: OAuthRequestRow
   client: OAuthClient
-  scopes: Scope[]
+  /** The scopes asked for, each in the words of what it will let the client do. */
+  scopes: Array<{ name: Scope; description: string }>
   user: UserRow | null
-  teams: Array<{ id: string; name: string }>
+  /** The user's teams, the one chosen for them `selected` (none before sign-in). */
+  teams: TeamOption[]
+  /** The satellite the request's resource identifies, when the user may know it. */
+  satellite: { name: string } | null
   csrfToken: string | null
 }
 
@@ -38,14 +44,18 @@ export interface ConsentView {
  */
 export class Consent {
   private readonly issuer: string
+  private readonly backend: ReadonlySet<string>
+  private readonly chooser: TeamChooser
 
   constructor(private readonly deps: OAuthDeps) {
     this.issuer = issuerOf(deps.config)
+    this.backend = backendResources(this.issuer)
+    this.chooser = new TeamChooser(deps)
   }
 
   /** The pending request and what the consent page shows; binds the request to the session. */
   async view(requestId: string, session: SessionCaller | null): Promise<ConsentView> {
-    const { repository, teams } = this.deps
+    const { repository } = this.deps
     const request = await repository.findRequest(requestId, nowOf(this.deps))
     const client = request === undefined ? null : await findClient(this.deps, request.clientId)
     if (request === undefined || client === null) throw errors.notFound('Authorization request')
@@ -53,17 +63,28 @@ export class Consent {
     const scopes = parseScope(request.scope) ?? []
     // prompt=login: a session older than the request must sign in again (the consent page's form or the provider).
     if (session === null || (request.prompt === 'login' && session.signedInAt.getTime() < request.createdAt.getTime())) {
-      return { request, client, scopes, user: null, teams: [], csrfToken: null }
+      // Nothing about teams or satellites before sign-in: who asks is not known yet.
+      return { request, client, scopes: describeScopes(scopes), user: null, teams: [], satellite: null, csrfToken: null }
     }
     if (!(await repository.bindRequest(request.id, session.credentialId, nowOf(this.deps)))) throw anotherSession()
-    const userTeams = await teams.forUser(session.userId)
+    const choice = await this.chooser.choose(session.userId, request.clientId, request.resource)
     return {
       request: { ...request, sessionId: session.credentialId },
       client,
-      scopes,
+      scopes: describeScopes(scopes, this.scopeContext(request, choice)),
       user: session.user,
-      teams: userTeams.map((team) => ({ id: team.id, name: team.name })),
+      teams: choice.teams,
+      satellite: choice.satellite,
       csrfToken: this.csrfToken(request.id, session.credentialId),
+    }
+  }
+
+  /** What the scope descriptions say the token will reach: the chosen team, and where. */
+  private scopeContext(request: OAuthRequestRow, choice: TeamChoice): ScopeContext {
+    const audience = audienceOf(request.resource, this.backend)
+    return {
+      ...(choice.selected === null ? {} : { team: choice.selected.name }),
+      audience: choice.satellite !== null ? { kind: 'satellite', name: choice.satellite.name } : audience,
     }
   }
 
@@ -80,7 +101,11 @@ export class Consent {
     // Only to a redirect URI the user approved, port included: with loopback ports free (RFC 8252
     // §7.3), any local process could otherwise collect a code on a port of its own (§8.6).
     if (!approvedRedirectUris(consent.redirectUris).includes(request.redirectUri)) return null
-    const teamId = consent.teamId ?? (await teams.defaultOf(session.userId))?.id ?? null
+    const choice = await this.chooser.choose(session.userId, request.clientId, request.resource)
+    // A request whose resource is another team's (a satellite or endpoint of that team) asks again,
+    // with that team selected, rather than binding the team approved last time.
+    if (choice.named !== null && choice.named !== consent.teamId) return null
+    const teamId = consent.teamId ?? choice.selected?.id ?? null
     if (teamId === null || (await teams.roleOf(session.userId, teamId)) === null) return null
     const consumed = await repository.consumeRequest(request.id, session.credentialId, nowOf(this.deps))
     if (consumed === undefined) return null
@@ -104,7 +129,8 @@ export class Consent {
     }
     let teamId: string | null = null
     if (input.decision === 'approve') {
-      teamId = input.team_id ?? (await teams.defaultOf(session.userId))?.id ?? null
+      // Without a choice, the team the page preselected, worked out again here: never one the client names.
+      teamId = input.team_id ?? (await this.chooser.choose(session.userId, request.clientId, request.resource)).selected?.id ?? null
       if (teamId === null || (await teams.roleOf(session.userId, teamId)) === null) {
         throw new AppError(400, 'INVALID_TEAM', 'Choose one of your own teams.')
       }

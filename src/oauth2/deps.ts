@@ -1,5 +1,6 @@
 import type { Config } from '../config.js'
 import type { OAuthRepository } from '../db/repositories/oauth.js'
+import type { ResourceTeamsRepository } from '../db/repositories/resource-teams.js'
 import type { TeamsRepository } from '../db/repositories/teams.js'
 import type { Database } from '../db/types.js'
 import type { Clock } from '../lib/clock.js'
@@ -14,6 +15,8 @@ export interface OAuthDeps {
   database: Database
   repository: OAuthRepository
   teams: TeamsRepository
+  /** Satellites and installations, as far as the consent step needs them to choose a team. */
+  resourceTeams: ResourceTeamsRepository
   settings: SettingsService
   audit: AuditLog
   /** HMAC digests of codes and tokens. */

@@ -1,6 +1,5 @@
 import type { Scope } from '../auth/policies.js'
 import { escapeHtml, pageLayout as layout } from '../lib/html.js'
-import { SCOPE_DESCRIPTIONS } from './scopes.js'
 
 // The consent and sign-in pages, in the service's page layout (lib/html.ts: no script, strict CSP).
 
@@ -50,17 +49,28 @@ export interface ConsentPage {
   requestId: string
   csrfToken: string
   username: string
-  scopes: readonly Scope[]
-  teams: ReadonlyArray<{ id: string; name: string }>
+  /** Each scope with what it lets the client do, for the team selected and where the token is for. */
+  scopes: ReadonlyArray<{ name: Scope; description: string }>
+  /** The user's teams; the `selected` one is preselected. */
+  teams: ReadonlyArray<{ id: string; name: string; selected: boolean }>
+  /** The satellite whose MCP servers the token is for, when the request names one the user may know. */
+  satelliteName?: string
+}
+
+/** The line under the team choice: what choosing means, since the page has no script to rewrite the scope list. */
+function teamHint(satelliteName: string | undefined): string {
+  const where = satelliteName === undefined ? '' : ` on satellite <strong>${escapeHtml(satelliteName)}</strong>`
+  return `<p class="muted">The client gets this team only. Choose another team to give it that team's MCP servers${where} instead.</p>`
 }
 
 /** For a client known by its metadata document, the document's host replaces `client_uri`'s: the document may claim any `client_uri`. */
-export function consentPage({ clientName, clientId, clientHost, documentHost, requestId, csrfToken, username, scopes, teams }: ConsentPage): string {
-  const scopeItems = scopes.map((scope) => `<li><strong>${escapeHtml(scope)}</strong>: ${escapeHtml(SCOPE_DESCRIPTIONS[scope])}</li>`).join('\n')
-  const teamOptions = teams.map((team) => `<option value="${escapeHtml(team.id)}">${escapeHtml(team.name)}</option>`).join('\n')
+export function consentPage({ clientName, clientId, clientHost, documentHost, requestId, csrfToken, username, scopes, teams, satelliteName }: ConsentPage): string {
+  const scopeItems = scopes.map((scope) => `<li><strong>${escapeHtml(scope.name)}</strong>: ${escapeHtml(scope.description)}</li>`).join('\n')
+  const teamOptions = teams.map((team) => `<option value="${escapeHtml(team.id)}"${team.selected ? ' selected' : ''}>${escapeHtml(team.name)}</option>`).join('\n')
+  const satelliteLine = satelliteName === undefined ? '' : `<p>For the MCP servers on satellite <strong>${escapeHtml(satelliteName)}</strong>.</p>\n`
   return layout('Authorize access', `<h1>${escapeHtml(clientName)} wants to access your account</h1>
 ${documentHost !== undefined ? documentNotice(documentHost) : clientHost === undefined ? '' : `<p class="muted">from ${escapeHtml(clientHost)}</p>\n`}<p class="muted">Signed in as ${escapeHtml(username)} · client <code>${escapeHtml(clientId)}</code></p>
-<p>It asks to:</p>
+${satelliteLine}<p>It asks to:</p>
 <ul>
 ${scopeItems}
 </ul>
@@ -71,10 +81,10 @@ ${scopeItems}
 <select id="team_id" name="team_id">
 ${teamOptions}
 </select>
+${teamHint(satelliteName)}
 <div class="actions">
 <button type="submit" name="decision" value="deny">Deny</button>
 <button class="primary" type="submit" name="decision" value="approve">Approve</button>
 </div>
 </form>`)
 }
-

@@ -89,8 +89,27 @@ export const ConsentDetails = Ok(Type.Object({
   client_id_document_host: Type.Union([Type.String(), Type.Null()], {
     description: 'For a client that is not registered: the host serving its metadata document (`client_id` is that document\'s URL). Show it to the user.',
   }),
-  scopes: Type.Array(Type.Object({ name: Type.String(), description: Type.String() })),
-  teams: Type.Array(Type.Object({ id: Type.String(), name: Type.String() })),
+  resource: Type.Union([Type.String(), Type.Null()], {
+    description: 'The resource (RFC 8707) the tokens will be for, as the client asked; null: this service\'s own API.',
+  }),
+  satellite_name: Type.Union([Type.String(), Type.Null()], {
+    description: 'When `resource` is a satellite\'s MCP endpoint (`<satellite_url>/mcp`, or `<satellite_url>/mcp/<installation id>`): that ' +
+      'satellite\'s name, for a global satellite or a team satellite of one of the user\'s teams. Null otherwise, and before sign-in.',
+  }),
+  scopes: Type.Array(Type.Object({ name: Type.String(), description: Type.String() }), {
+    description: 'The scopes asked for, each described as what it lets the client do; `mcp:read` names the selected team and, for a satellite\'s ' +
+      'resource, the satellite ("Use the MCP servers of team X on satellite Y").',
+  }),
+  teams: Type.Array(Type.Object({
+    id: Type.String(),
+    name: Type.String(),
+    selected: Type.Boolean({ description: 'The team chosen for the user; exactly one is true. An approval without `team_id` binds this one.' }),
+  }), {
+    description: 'The user\'s teams (default team first, then by name); empty before sign-in. The selected one is, in order: the team the ' +
+      '`resource` names (a team satellite\'s team; for a global satellite, the user\'s team with installations there — the one chosen last for ' +
+      'this client, else the one with the most; for an endpoint URL, its installation\'s team), when the user is a member of it; else the team ' +
+      'chosen last time for this client; else a team with installations (the default team if it has some); else the default team.',
+  }),
   csrf_token: Type.Union([Type.String(), Type.Null()]),
   signed_in: Type.Boolean(),
 }), 'With `Accept: application/json`; otherwise the HTML sign-in or consent page')
@@ -98,7 +117,10 @@ export const ConsentDetails = Ok(Type.Object({
 export const ConsentBody = Type.Object({
   request_id: Type.String({ minLength: 1, maxLength: 128 }),
   decision: Type.Union([Type.Literal('approve'), Type.Literal('deny')]),
-  team_id: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+  team_id: Type.Optional(Type.String({
+    minLength: 1, maxLength: 64,
+    description: 'One of the user\'s teams (else 400 INVALID_TEAM). Absent: the team the consent page selected, worked out by the service again.',
+  })),
   csrf_token: Type.String({ minLength: 1, maxLength: 128 }),
 }, { additionalProperties: false })
 

@@ -56,6 +56,29 @@ export const formatScope = (scopes: readonly string[]): string => scopes.join(' 
 
 export const isSubset = (inner: readonly string[], outer: readonly string[]): boolean => inner.every((scope) => outer.includes(scope))
 
-export function describeScopes(scopes: readonly Scope[]): Array<{ name: Scope; description: string }> {
-  return scopes.map((name) => ({ name, description: SCOPE_DESCRIPTIONS[name] }))
+/** What the consent page knows of a request when it describes its scopes. */
+export interface ScopeContext {
+  /** The name of the team the grant will be bound to (the preselected one). */
+  team?: string
+  /**
+   * Whom the token is for: this service's API, a satellite's MCP endpoints (by name), or another
+   * resource (by its identifier).
+   */
+  audience?: { kind: 'backend' } | { kind: 'satellite'; name: string } | { kind: 'other'; uri: string }
+}
+
+/**
+ * `mcp:read` in the words of what the token will do: a token for a satellite's MCP endpoints
+ * works there and nowhere else (its audience), and only for the team it is bound to.
+ */
+function mcpReadDescription({ team, audience }: ScopeContext): string {
+  const whose = team === undefined ? 'your team' : `team ${team}`
+  if (audience?.kind === 'satellite') return `Use the MCP servers of ${whose} on satellite ${audience.name}`
+  if (audience?.kind === 'other') return `Use the MCP servers of ${whose} at ${audience.uri}`
+  if (team !== undefined) return `Read MCP catalogue entries, and the installations of team ${team} and their configurations`
+  return SCOPE_DESCRIPTIONS['mcp:read']
+}
+
+export function describeScopes(scopes: readonly Scope[], context: ScopeContext = {}): Array<{ name: Scope; description: string }> {
+  return scopes.map((name) => ({ name, description: name === 'mcp:read' ? mcpReadDescription(context) : SCOPE_DESCRIPTIONS[name] }))
 }

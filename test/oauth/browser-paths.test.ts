@@ -277,8 +277,9 @@ describe.skipIf(!chromiumRequired)('every way out of the OAuth pages, in headles
       await expectConsentPage(tab)
       expect(tab.page.url()).toBe(`${base}/api/oauth2/consent?request_id=${encodeURIComponent(requestId)}`)
 
-      // The page shows what the JSON variant of the same request describes.
-      const details = (await apiJson(base, 'GET', `/api/oauth2/consent?request_id=${encodeURIComponent(requestId)}`)).json.data as
+      // The page shows what the JSON variant of the same request describes, to the same session.
+      const session = (await tab.context.cookies(base)).find((cookie) => cookie.name === 'auth_session')!
+      const details = (await apiJson(base, 'GET', `/api/oauth2/consent?request_id=${encodeURIComponent(requestId)}`, { cookie: `auth_session=${session.value}` })).json.data as
         { client_id: string; client_name: string; scopes: Array<{ name: string; description: string }> }
       expect(details.client_id).toBe(CLI_CLIENT_ID)
       expect(details.scopes.map((scope) => scope.name).sort()).toEqual(ALL_SCOPES.split(' ').sort())
@@ -402,6 +403,35 @@ describe.skipIf(!chromiumRequired)('every way out of the OAuth pages, in headles
       expect(withoutSession.chain).toEqual(['GET /api/oauth2/auth', 'GET receiver'])
       expectRefusal(refused, withoutSession.landed, 'login_required')
       expect([...signedIn.problems, ...anonymous.problems]).toEqual([])
+    }, 60_000)
+
+    it('a returning user sees the team chosen last time preselected; Approve without touching the selector binds that team', async () => {
+      const user = await registerOverHttp(base, 'team_returning_user')
+      const created = await apiJson(base, 'POST', '/api/teams', { cookie: user.cookie, body: { name: 'Chosen Crew' } })
+      expect(created.status, created.text).toBe(201)
+      const crew = created.json.data.team as { id: string }
+      // The first approval chose Chosen Crew, not the default team.
+      const first = await authorizeAndApprove(app, user.cookie, { redirectUri: receiver.callback, scope: ALL_SCOPES, teamId: crew.id })
+      expect(first.skipped).toBe(false)
+
+      const tab = await openTab(user.cookie)
+      // prompt=consent: the page even though the approval is remembered.
+      const auth = await authorization({ prompt: 'consent' })
+      await tab.page.goto(auth.url)
+      await expectConsentPage(tab)
+      const selector = tab.page.locator('select[name="team_id"]')
+      await expect(selector.inputValue()).resolves.toBe(crew.id)
+      await expect(selector.locator('option:checked').innerText()).resolves.toBe('Chosen Crew')
+
+      const { landed, chain } = await arriveAtReceiver(tab, auth, () => approveButton(tab).click())
+      expect(chain).toEqual(FROM_CONSENT)
+      const { user: owner, tokens } = await redeemTokens(auth, landed)
+      expect(owner.id).toBe(user.id)
+      // The token is bound to Chosen Crew: it lists that team alone.
+      const teams = await fetch(`${base}/api/teams/me`, { headers: { authorization: `Bearer ${tokens.access_token}` } })
+      expect(teams.status).toBe(200)
+      expect(((await teams.json()) as { data: { teams: Array<{ id: string }> } }).data.teams.map((team) => team.id)).toEqual([crew.id])
+      expect(tab.problems).toEqual([])
     }, 60_000)
 
     it('Deny: the receiver gets error=access_denied with state and iss, and no code', async () => {

@@ -109,10 +109,12 @@ describe.each(DIALECTS)('the consent step on %s', (dialect) => {
       const body = response.json()
       expect(body.success).toBe(true)
       expect(Object.keys(body.data).sort()).toEqual([
-        'client_id', 'client_id_document_host', 'client_name', 'client_registered', 'client_uri', 'csrf_token', 'request_id', 'scopes', 'signed_in', 'teams',
+        'client_id', 'client_id_document_host', 'client_name', 'client_registered', 'client_uri', 'csrf_token', 'request_id', 'resource',
+        'satellite_name', 'scopes', 'signed_in', 'teams',
       ])
       expect(body.data).toMatchObject({
         request_id: requestId, client_id: CLI_CLIENT_ID, client_registered: true, client_id_document_host: null, teams: [], csrf_token: null, signed_in: false,
+        resource: null, satellite_name: null,
       })
       expect(body.data.client_name).toEqual(expect.any(String))
       expect(body.data.client_name.length).toBeGreaterThan(0)
@@ -123,7 +125,7 @@ describe.each(DIALECTS)('the consent step on %s', (dialect) => {
       }
     })
 
-    it('with a session: signed_in, the user\'s teams (default first), a CSRF token; the request is then bound to that session', async () => {
+    it('with a session: signed_in, the user\'s teams (default first, and selected), a CSRF token; the request is then bound to that session', async () => {
       const user = await fresh()
       const second = await createTeam(call, user, 'Second Team')
       const { requestId } = await pending()
@@ -133,7 +135,7 @@ describe.each(DIALECTS)('the consent step on %s', (dialect) => {
       expect(data.signed_in).toBe(true)
       expect(data.csrf_token).toEqual(expect.any(String))
       expect(data.csrf_token.length).toBeGreaterThanOrEqual(16)
-      expect(data.teams).toEqual([{ id: await defaultTeamId(user), name: user.username }, { id: second.id, name: 'Second Team' }])
+      expect(data.teams).toEqual([{ id: await defaultTeamId(user), name: user.username, selected: true }, { id: second.id, name: 'Second Team', selected: false }])
 
       const other = await consentDetails(app, requestId, stranger.cookie)
       expect(other.statusCode).toBe(403)
@@ -183,7 +185,8 @@ describe.each(DIALECTS)('the consent step on %s', (dialect) => {
       const user = await fresh()
       const second = await createTeam(call, user, 'Team <Two> & Co')
       const { requestId, state, pair } = await pending('user:read teams:read mcp:read')
-      const details = (await consentDetails(app, (await pending('user:read teams:read mcp:read')).requestId)).json().data
+      // The JSON variant of a twin request for the same user: the page must say what it says.
+      const details = (await consentDetails(app, (await pending('user:read teams:read mcp:read')).requestId, user.cookie)).json().data
 
       const response = await getHtml(requestId, user.cookie)
       expect(response.statusCode).toBe(200)
@@ -204,6 +207,8 @@ describe.each(DIALECTS)('the consent step on %s', (dialect) => {
       const select = htmlElement(response.body, 'select', 'name', 'team_id')
       expect(select).toBeDefined()
       expect(htmlTags(select!, 'option').map((option) => option.value)).toEqual([await defaultTeamId(user), second.id])
+      // Exactly one option preselected: the default team (nothing else names a team for this user yet).
+      expect(htmlTags(select!, 'option').filter((option) => 'selected' in option).map((option) => option.value)).toEqual([await defaultTeamId(user)])
       expect(inputValue(response.body, 'request_id')).toBe(requestId)
       const csrf = inputValue(response.body, 'csrf_token')
       expect(csrf).toEqual(expect.any(String))
@@ -391,7 +396,7 @@ describe.each(DIALECTS)('the consent step on %s', (dialect) => {
       expect(again.statusCode).toBe(404)
     })
 
-    it('the chosen team (or the default one) is the token\'s team_id in introspection', async () => {
+    it('the chosen team (or, without one, the team chosen last time for this client) is the token\'s team_id in introspection', async () => {
       const user = await fresh()
       const second = await createTeam(call, user, 'Chosen Team')
       const teamOf = async (teamId: string | undefined) => {
@@ -407,8 +412,9 @@ describe.each(DIALECTS)('the consent step on %s', (dialect) => {
         expect(answer.json()).toMatchObject({ active: true, sub: user.id })
         return answer.json().team_id
       }
-      expect(await teamOf(second.id)).toBe(second.id)
       expect(await teamOf(undefined)).toBe(await defaultTeamId(user))
+      expect(await teamOf(second.id)).toBe(second.id)
+      expect(await teamOf(undefined)).toBe(second.id)
     })
 
     it('single use: two concurrent approvals, exactly one succeeds, the other 404', async () => {

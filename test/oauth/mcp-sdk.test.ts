@@ -253,6 +253,30 @@ describe.each(DIALECTS)('the MCP TypeScript SDK OAuth client over real HTTP on %
     await expectInvalidGrant(refreshAuthorization(base, { metadata, clientInformation: information, refreshToken: refreshed.refresh_token!, resource: mcp.resource }))
   })
 
+  it.each([
+    ['registered without grant_types or scope (RFC 7591 defaults)', {}],
+    ['registered with scope mcp:read alone, before the resource listed offline_access', { scope: 'mcp:read' }],
+  ])('an MCP client %s that asks for mcp:read offline_access gets a refresh token, and the refresh works', async (_, extra) => {
+    const { grant_types: _grants, ...bare } = clientMetadata()
+    const information = await registerClient(base, { metadata, clientMetadata: { ...bare, ...extra } })
+    expect(information.grant_types).toEqual(['authorization_code', 'refresh_token'])
+    const state = randomState()
+    const { authorizationUrl, codeVerifier } = await startAuthorization(base, {
+      metadata, clientInformation: information, redirectUrl: callbackUrl, scope: MCP_SCOPES.join(' '), state, resource: mcp.resource,
+    })
+    const { callback, details } = await approveInBrowser(authorizationUrl, user.cookie, base)
+    expect(details?.scopes.map((scope) => scope.name)).toEqual(MCP_SCOPES)
+    const tokens = await exchangeAuthorization(base, {
+      metadata, clientInformation: information, authorizationCode: expectCallback(callback, state), codeVerifier, redirectUri: callbackUrl, resource: mcp.resource,
+    })
+    expect(tokens.refresh_token).toEqual(expect.any(String))
+    expect(sameScopes(tokens.scope)).toEqual(sameScopes(MCP_SCOPES.join(' ')))
+    const refreshed = await refreshAuthorization(base, { metadata, clientInformation: information, refreshToken: tokens.refresh_token!, resource: mcp.resource })
+    expect(refreshed.refresh_token).toEqual(expect.any(String))
+    expect(refreshed.refresh_token).not.toBe(tokens.refresh_token)
+    expect((await callMcp(refreshed.access_token)).status).toBe(200)
+  })
+
   it("a token for this service's own resource, found from its 401's resource_metadata: it works on GET /api/users/me", async () => {
     const challenged = await fetch(`${base}/api/users/me`)
     expect(challenged.status).toBe(401)

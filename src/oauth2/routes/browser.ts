@@ -8,7 +8,6 @@ import { clientHost, type OAuthClient } from '../clients.js'
 import { consentPage, signInPage } from '../pages.js'
 import { forgotPasswordHref } from '../../modules/auth/page-links.js'
 import { AuthorizeQuery, ConsentBody, ConsentDetails, ConsentLoginBody, ConsentQuery, DecisionAnswer, Redirect, tags } from '../schemas.js'
-import { describeScopes } from '../scopes.js'
 import { sendPage } from '../../http/pages.js'
 import { describeValidation, failPage, isForm, START_AGAIN, wantsJson } from './shared.js'
 
@@ -78,7 +77,12 @@ export const browserRoutes: FastifyPluginAsyncTypebox = async (app) => {
       description: 'HTML by default: a sign-in form when the browser has no session, else the client, the scopes in plain words, a team choice and ' +
         'Approve / Deny, under a strict Content-Security-Policy. A client known only by its metadata document is marked as not registered with ' +
         'this service, with the host its details come from. With `Accept: application/json`, the same details for a separate frontend. ' +
-        'A signed-in browser binds the request to its session; a remembered consent redirects straight to the client with a code. ' +
+        'The team is preselected by the service (one `selected`; see `teams`): the team the request\'s `resource` names — a satellite\'s MCP ' +
+        'endpoint `<satellite_url>/mcp` or `<satellite_url>/mcp/<installation id>` — when the user is a member of it, else the team chosen last ' +
+        'time for this client, else a team with installations, else the default team. For a satellite\'s resource the page names the satellite, ' +
+        'and `mcp:read` reads "Use the MCP servers of team X on satellite Y". ' +
+        'A signed-in browser binds the request to its session; a remembered consent redirects straight to the client with a code — unless the ' +
+        'resource names another of the user\'s teams than the one approved last time: then the page is shown, with that team selected. ' +
         'Both pages (the sign-in page also when sent again after a failed attempt) allow form submissions to continue to the origin of ' +
         'the request\'s redirect URI (CSP `form-action \'self\' <origin>`): browsers check form-action on every redirect after a form post, ' +
         'and the sign-in of a user whose approval is remembered ends, through this page, in the redirect to the client. A CSP source cannot ' +
@@ -95,14 +99,15 @@ export const browserRoutes: FastifyPluginAsyncTypebox = async (app) => {
     } catch (error) {
       return failPage(request, reply, error)
     }
-    const { client, scopes, teams, csrfToken } = view
+    const { client, scopes, teams, satellite, csrfToken } = view
     if (wantsJson(request)) {
       return {
         success: true as const,
         data: {
           request_id: requestId, client_id: client.id, client_name: client.name, client_uri: client.uri ?? null,
           client_registered: client.documentHost === undefined, client_id_document_host: client.documentHost ?? null,
-          scopes: describeScopes(scopes), teams, csrf_token: csrfToken, signed_in: csrfToken !== null,
+          resource: view.request.resource, satellite_name: satellite?.name ?? null,
+          scopes, teams, csrf_token: csrfToken, signed_in: csrfToken !== null,
         },
       }
     }
@@ -115,7 +120,7 @@ export const browserRoutes: FastifyPluginAsyncTypebox = async (app) => {
     if (remembered !== null) return reply.redirect(remembered, 302)
     return sendPage(reply, 200, consentPage({
       clientName: client.name, clientId: client.id, clientHost: clientHost(client), documentHost: client.documentHost,
-      requestId, csrfToken, username: session.user.username, scopes, teams,
+      requestId, csrfToken, username: session.user.username, scopes, teams, ...(satellite === null ? {} : { satelliteName: satellite.name }),
     }), formTargets)
   })
 
@@ -125,8 +130,10 @@ export const browserRoutes: FastifyPluginAsyncTypebox = async (app) => {
       tags, summary: 'Approve or deny an authorization request',
       description: 'Form-encoded (the consent page) or JSON (a separate frontend). The session must be the one that saw the request, and ' +
         '`csrf_token` the one the consent page (or its JSON variant) gave. Approve → 302 (form) or 200 `data.redirect_url` (JSON) to ' +
-        '`redirect_uri?code=…&state=…&iss=…`; deny → `error=access_denied`. 403 INVALID_CSRF_TOKEN, 400 INVALID_TEAM, 404 for an unknown, ' +
-        'expired or already decided request. The approval is remembered per user and client. A refusal of a browser\'s form post ' +
+        '`redirect_uri?code=…&state=…&iss=…`; deny → `error=access_denied`. The grant and its tokens are bound to `team_id`, or without it to ' +
+        'the team the consent page selected (never a team the client names). 403 INVALID_CSRF_TOKEN, 400 INVALID_TEAM (a team the user is not a ' +
+        'member of), 404 for an unknown, expired or already decided request. The approval, with its team, is remembered per user and client. ' +
+        'A refusal of a browser\'s form post ' +
         '(`Accept` preferring text/html) is an HTML page with the same status.',
       consumes: ['application/x-www-form-urlencoded', 'application/json'],
       body: ConsentBody,
