@@ -6,7 +6,7 @@ import { chosenIsolation, EVERYTHING_BIN, startPlatform, startRemoteServer, type
 import { cpuMicrosOf, descendants, isNode, rssMbOf } from './processes.js'
 
 /**
- * `npm run bench:mcp` (`-- --json` for one JSON document): MCP `tools/call` of server-everything's
+ * `npm run bench:mcp` (`-- --json`: one JSON document on standard output): MCP `tools/call` of server-everything's
  * `echo` tool through the reference satellite against the same calls made directly on the server,
  * for both kinds of installation, with the official SDK client on both sides:
  *
@@ -21,10 +21,11 @@ import { cpuMicrosOf, descendants, isNode, rssMbOf } from './processes.js'
  * alternating one-second slices (this machine's speed drifts within minutes), BENCH_MCP_SECONDS of
  * each; then the same with one session a side, whose latency is the hop's own rather than a wait
  * behind 99 other sessions. Reported: calls/s and latency p50/p99 of each side, the satellite's
- * share of the direct calls/s and the p99 it adds, the CPU time per call of the serving processes
- * and of this process (the clients), and, with every session open, the resident memory of the satellite, of
- * the server processes below it, and of the servers the direct sessions use; also how many server
- * processes (stdio) or upstream sessions (remote) the satellite holds for its client sessions.
+ * share of the direct calls/s and the p99 it adds, the CPU time per call of the satellite, of the
+ * servers and of this process (the clients), and, with every session open, the resident memory of
+ * the satellite, of the processes below it, and of the servers the direct sessions use; also how
+ * many server processes (stdio) or upstream sessions (remote) the satellite holds for its client
+ * sessions.
  * The satellite runs in its default sandbox when bubblewrap is installed; ISOLATION=none runs its
  * servers bare. Everything is on 127.0.0.1 (setup: bench/mcp-platform.ts). Figures, not assertions.
  *   BENCH_MCP_SESSIONS (default 100)       concurrent client sessions on each side
@@ -46,9 +47,8 @@ const OPEN_TIMEOUT_MS = 120_000
 const TARGET_PERCENT = 50
 const TARGET_P99_ADDED_MS = 5
 const JSON_OUTPUT = process.argv.includes('--json')
-const say = (line = '') => {
-  if (!JSON_OUTPUT) console.log(line)
-}
+/** The readable report; with --json it goes to standard error, leaving standard output to the document. */
+const say = (line = '') => (JSON_OUTPUT ? console.error(line) : console.log(line))
 
 interface Session {
   client: Client
@@ -60,8 +60,10 @@ interface Session {
 interface Side {
   path: 'direct' | 'satellite'
   sessions: Session[]
-  /** The processes serving this side, for their CPU time. */
-  serving(): number[]
+  /** The server processes of this side (below the satellite: its sandboxes too), for their CPU time. */
+  servers(): number[]
+  /** The satellite's process, on the side that goes through it. */
+  satellite?: number
 }
 
 interface Tally {
@@ -70,7 +72,8 @@ interface Tally {
   firstError: string | undefined
   ms: number
   latencies: number[]
-  servingCpuMicros: number
+  satelliteCpuMicros: number
+  serversCpuMicros: number
   clientCpuMicros: number
 }
 
@@ -80,8 +83,10 @@ export interface SideResult {
   p99_ms: number
   errors: number
   first_error?: string
-  /** CPU time of the serving processes (the servers; through the satellite, the satellite too) per call. */
-  serving_cpu_us: number
+  /** CPU time per call of the satellite's process (through the satellite only). */
+  satellite_cpu_us?: number
+  /** CPU time per call of the server processes (below the satellite: its sandboxes too). */
+  servers_cpu_us: number
   /** CPU time of this process (the clients) per call. */
   client_cpu_us: number
 }
@@ -132,13 +137,20 @@ async function httpSession(url: string, token?: string): Promise<Session> {
   }
 }
 
+/** An error's message with its cause's (fetch says only "fetch failed"). */
+function describe(error: unknown): string {
+  const { message, cause } = error as Error & { cause?: Error & { code?: string } }
+  return cause === undefined ? message : `${message}: ${cause.code ?? cause.message}`
+}
+
 function newTally(): Tally {
-  return { calls: 0, errors: 0, firstError: undefined, ms: 0, latencies: [], servingCpuMicros: 0, clientCpuMicros: 0 }
+  return { calls: 0, errors: 0, firstError: undefined, ms: 0, latencies: [], satelliteCpuMicros: 0, serversCpuMicros: 0, clientCpuMicros: 0 }
 }
 
 /** Every session of `side` calls in a closed loop for `ms`; counted into `tally` when given. */
-async function slice(side: Side, ms: number, tally: Tally | undefined, serving: number[] = []): Promise<void> {
-  const servingBefore = sum(serving.map(cpuMicrosOf))
+async function slice(side: Side, ms: number, tally: Tally | undefined, servers: number[] = []): Promise<void> {
+  const serversBefore = sum(servers.map(cpuMicrosOf))
+  const satelliteBefore = side.satellite === undefined ? 0 : cpuMicrosOf(side.satellite)
   const clientBefore = process.cpuUsage()
   const began = performance.now()
   const until = began + ms
@@ -154,38 +166,40 @@ async function slice(side: Side, ms: number, tally: Tally | undefined, serving: 
       } catch (error) {
         if (tally !== undefined) {
           tally.errors += 1
-          tally.firstError ??= (error as Error).message
+          tally.firstError ??= describe(error)
         }
       }
     }
   }))
   if (tally === undefined) return
   tally.ms += performance.now() - began
-  tally.servingCpuMicros += sum(serving.map(cpuMicrosOf)) - servingBefore
+  tally.serversCpuMicros += sum(servers.map(cpuMicrosOf)) - serversBefore
+  if (side.satellite !== undefined) tally.satelliteCpuMicros += cpuMicrosOf(side.satellite) - satelliteBefore
   const client = process.cpuUsage(clientBefore)
   tally.clientCpuMicros += client.user + client.system
 }
 
-function result(tally: Tally): SideResult {
+function result(tally: Tally, side: Side): SideResult {
   const sorted = Float64Array.from(tally.latencies).sort()
   const at = (quantile: number) => (sorted.length === 0 ? 0 : round1(sorted[Math.min(sorted.length - 1, Math.floor(quantile * sorted.length))]!))
   const perCall = (micros: number) => (tally.calls === 0 ? 0 : Math.round(micros / tally.calls))
   return {
     calls_per_s: Math.round((tally.calls * 1000) / tally.ms), p50_ms: at(0.5), p99_ms: at(0.99), errors: tally.errors,
     ...(tally.firstError === undefined ? {} : { first_error: tally.firstError }),
-    serving_cpu_us: perCall(tally.servingCpuMicros), client_cpu_us: perCall(tally.clientCpuMicros),
+    ...(side.satellite === undefined ? {} : { satellite_cpu_us: perCall(tally.satelliteCpuMicros) }),
+    servers_cpu_us: perCall(tally.serversCpuMicros), client_cpu_us: perCall(tally.clientCpuMicros),
   }
 }
 
 /** A warm-up of each side, then `seconds` of each in one-second slices taken in turn (the order swapped every round). */
 async function measure(direct: Side, satellite: Side, seconds: number, warmupSeconds: number): Promise<{ direct: SideResult; satellite: SideResult }> {
   for (const side of [direct, satellite]) await slice(side, warmupSeconds * 1000, undefined)
-  const serving = new Map([direct, satellite].map((side) => [side, side.serving()]))
+  const servers = new Map([direct, satellite].map((side) => [side, side.servers()]))
   const tallies = new Map([direct, satellite].map((side) => [side, newTally()]))
   for (let round = 0; round < Math.max(1, Math.round((seconds * 1000) / SLICE_MS)); round++) {
-    for (const side of round % 2 === 0 ? [direct, satellite] : [satellite, direct]) await slice(side, SLICE_MS, tallies.get(side), serving.get(side))
+    for (const side of round % 2 === 0 ? [direct, satellite] : [satellite, direct]) await slice(side, SLICE_MS, tallies.get(side), servers.get(side))
   }
-  return { direct: result(tallies.get(direct)!), satellite: result(tallies.get(satellite)!) }
+  return { direct: result(tallies.get(direct)!, direct), satellite: result(tallies.get(satellite)!, satellite) }
 }
 
 /** Resident memory of a set of processes, in MiB, with their count and how many of them are Node servers. */
@@ -252,8 +266,8 @@ async function main(): Promise<void> {
     say(`stdio: ${SESSIONS} direct sessions (a server process each) opened in ${directStdio.seconds} s, ${SESSIONS} through the satellite in ${throughStdio.seconds} s`)
     const directPids = () => directStdio.sessions.map((session) => session.pid).filter((pid): pid is number => pid !== undefined)
     const stdio = await bothLoads(
-      { path: 'direct', sessions: directStdio.sessions, serving: directPids },
-      { path: 'satellite', sessions: throughStdio.sessions, serving: () => [satellitePid, ...descendants(satellitePid)] },
+      { path: 'direct', sessions: directStdio.sessions, servers: directPids },
+      { path: 'satellite', sessions: throughStdio.sessions, servers: () => descendants(satellitePid), satellite: satellitePid },
     )
     const stdioMemory = {
       satellite_idle_rss_mb: satelliteIdle,
@@ -274,8 +288,8 @@ async function main(): Promise<void> {
     const upstreamAfter = platform.upstream.sessions()
     const upstreamSessions = upstreamAfter === undefined ? null : { before_client_sessions: upstreamBefore, opened_for_client_sessions: upstreamAfter - upstreamBefore }
     const remote = await bothLoads(
-      { path: 'direct', sessions: directRemote.sessions, serving: () => [direct!.child.pid!] },
-      { path: 'satellite', sessions: throughRemote.sessions, serving: () => [satellitePid, platform.upstream.child.pid!] },
+      { path: 'direct', sessions: directRemote.sessions, servers: () => [direct!.child.pid!] },
+      { path: 'satellite', sessions: throughRemote.sessions, servers: () => [platform.upstream.child.pid!], satellite: satellitePid },
     )
     const remoteMemory = {
       satellite_idle_rss_mb: remoteIdle,
@@ -312,7 +326,7 @@ async function main(): Promise<void> {
 
 /** One row per side: the ratio and the added p99 against the targets on the rows with every session. */
 function table(kinds: ReadonlyArray<readonly [string, Compared, number]>): string {
-  const header = ['', 'sessions', 'calls/s', 'p50/p99 ms', 'of direct', 'p99 added', 'CPU µs/call: serving / clients', 'errors']
+  const header = ['', 'sessions', 'calls/s', 'p50/p99 ms', 'of direct', 'p99 added', 'CPU µs/call: satellite / servers / clients', 'errors']
   const rows: string[][] = []
   for (const [kind, measured, sessions] of kinds) {
     const targets = sessions === SESSIONS
@@ -324,7 +338,7 @@ function table(kinds: ReadonlyArray<readonly [string, Compared, number]>): strin
         String(side.calls_per_s), `${side.p50_ms}/${side.p99_ms}`,
         !through ? '' : `${measured.percent_of_direct} %${targets ? ` (≥ ${TARGET_PERCENT} %: ${measured.percent_of_direct >= TARGET_PERCENT ? 'met' : 'MISSED'})` : ''}`,
         !through ? '' : `${measured.p99_added_ms} ms${targets ? ` (≤ ${TARGET_P99_ADDED_MS} ms: ${measured.p99_added_ms <= TARGET_P99_ADDED_MS ? 'met' : 'MISSED'})` : ''}`,
-        `${side.serving_cpu_us} / ${side.client_cpu_us}`,
+        `${side.satellite_cpu_us ?? '–'} / ${side.servers_cpu_us} / ${side.client_cpu_us}`,
         side.errors === 0 ? '' : `${side.errors} (${side.first_error})`,
       ])
     }
