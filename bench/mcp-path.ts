@@ -35,10 +35,19 @@ import { cpuMicrosOf, descendants, isNode, rssMbOf } from './processes.js'
  *   ISOLATION (bubblewrap when installed)  the satellite's isolation: process-sandbox or none
  */
 
-const SESSIONS = Number(process.env.BENCH_MCP_SESSIONS ?? 100)
-const SECONDS = Number(process.env.BENCH_MCP_SECONDS ?? 10)
-const WARMUP_SECONDS = Number(process.env.BENCH_MCP_WARMUP_SECONDS ?? 3)
-const ONE_SESSION_SECONDS = Number(process.env.BENCH_MCP_ONE_SESSION_SECONDS ?? 5)
+/** A whole number ≥ `least` from the environment, or `fallback`; anything else stops the bench before it starts. */
+function setting(name: string, fallback: number, least: number): number {
+  const text = process.env[name]?.trim()
+  if (text === undefined || text === '') return fallback
+  const value = Number(text)
+  if (!Number.isInteger(value) || value < least) throw new Error(`${name} must be a whole number ≥ ${least} (got "${text}")`)
+  return value
+}
+
+const SESSIONS = setting('BENCH_MCP_SESSIONS', 100, 1)
+const SECONDS = setting('BENCH_MCP_SECONDS', 10, 1)
+const WARMUP_SECONDS = setting('BENCH_MCP_WARMUP_SECONDS', 3, 0)
+const ONE_SESSION_SECONDS = setting('BENCH_MCP_ONE_SESSION_SECONDS', 5, 0)
 const SLICE_MS = 1000
 /** Sessions opened at once: each stdio session starts a server process, and the two cores are all there is. */
 const OPENING_AT_ONCE = 8
@@ -77,7 +86,7 @@ interface Tally {
   clientCpuMicros: number
 }
 
-export interface SideResult {
+interface SideResult {
   calls_per_s: number
   p50_ms: number
   p99_ms: number
@@ -220,15 +229,16 @@ function compared(measured: Pair) {
 type Compared = ReturnType<typeof compared>
 
 /**
- * The two sides with every session (against the targets), then with one session each: in a closed
- * loop a session's latency is mostly its wait behind the others, so one session shows what the
- * satellite's hop itself adds.
+ * The two sides with every session (against the targets) and `memory()` read right after, then
+ * with one session each: in a closed loop a session's latency is mostly its wait behind the
+ * others, so one session shows what the satellite's hop itself adds.
  */
-async function bothLoads(direct: Side, satellite: Side): Promise<{ sessions: Compared; one_session?: Compared }> {
+async function bothLoads<M>(direct: Side, satellite: Side, memory: () => M): Promise<{ sessions: Compared; memory: M; one_session?: Compared }> {
   const sessions = compared(await measure(direct, satellite, SECONDS, WARMUP_SECONDS))
-  if (ONE_SESSION_SECONDS <= 0) return { sessions }
+  const read = memory()
+  if (ONE_SESSION_SECONDS <= 0) return { sessions, memory: read }
   const one = (side: Side): Side => ({ ...side, sessions: side.sessions.slice(0, 1) })
-  return { sessions, one_session: compared(await measure(one(direct), one(satellite), ONE_SESSION_SECONDS, 1)) }
+  return { sessions, memory: read, one_session: compared(await measure(one(direct), one(satellite), ONE_SESSION_SECONDS, 1)) }
 }
 
 async function main(): Promise<void> {
@@ -268,15 +278,16 @@ async function main(): Promise<void> {
     const stdio = await bothLoads(
       { path: 'direct', sessions: directStdio.sessions, servers: directPids },
       { path: 'satellite', sessions: throughStdio.sessions, servers: () => descendants(satellitePid), satellite: satellitePid },
+      () => ({
+        satellite_idle_rss_mb: satelliteIdle,
+        satellite_rss_mb: round1(rssMbOf(satellitePid)),
+        satellite_servers_before_sessions: memoryOf(treeBefore),
+        satellite_servers: memoryOf(descendants(satellitePid)),
+        direct_servers: memoryOf(directPids()),
+      }),
     )
-    const stdioMemory = {
-      satellite_idle_rss_mb: satelliteIdle,
-      satellite_rss_mb: round1(rssMbOf(satellitePid)),
-      satellite_servers_before_sessions: memoryOf(treeBefore),
-      satellite_servers: memoryOf(descendants(satellitePid)),
-      direct_servers: memoryOf(directPids()),
-    }
-    report.stdio = { ...stdio, memory: stdioMemory, opened_in_s: { direct: directStdio.seconds, satellite: throughStdio.seconds } }
+    const stdioMemory = stdio.memory
+    report.stdio = { ...stdio, opened_in_s: { direct: directStdio.seconds, satellite: throughStdio.seconds } }
     await closeOpen()
 
     // remote: two identical server processes, one for the direct sessions, one behind the satellite.
@@ -290,14 +301,15 @@ async function main(): Promise<void> {
     const remote = await bothLoads(
       { path: 'direct', sessions: directRemote.sessions, servers: () => [direct!.child.pid!] },
       { path: 'satellite', sessions: throughRemote.sessions, servers: () => [platform.upstream.child.pid!], satellite: satellitePid },
+      () => ({
+        satellite_idle_rss_mb: remoteIdle,
+        satellite_rss_mb: round1(rssMbOf(satellitePid)),
+        satellite_upstream_server_rss_mb: round1(rssMbOf(platform.upstream.child.pid!)),
+        direct_server_rss_mb: round1(rssMbOf(direct!.child.pid!)),
+      }),
     )
-    const remoteMemory = {
-      satellite_idle_rss_mb: remoteIdle,
-      satellite_rss_mb: round1(rssMbOf(satellitePid)),
-      satellite_upstream_server_rss_mb: round1(rssMbOf(platform.upstream.child.pid!)),
-      direct_server_rss_mb: round1(rssMbOf(direct.child.pid!)),
-    }
-    report.remote = { ...remote, memory: remoteMemory, upstream_sessions: upstreamSessions, opened_in_s: { direct: directRemote.seconds, satellite: throughRemote.seconds } }
+    const remoteMemory = remote.memory
+    report.remote = { ...remote, upstream_sessions: upstreamSessions, opened_in_s: { direct: directRemote.seconds, satellite: throughRemote.seconds } }
     await closeOpen()
     report.run_seconds = elapsed()
 
