@@ -1,9 +1,9 @@
-import { readdirSync, readFileSync } from 'node:fs'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { ChildTransport } from '../examples/satellite/src/child-transport.js'
 import { defaultIsolationSettings, Isolation } from '../examples/satellite/src/isolation.js'
 import { packageCommand } from '../examples/satellite/src/launch.js'
 import type { PackageLaunch } from '../examples/satellite/src/types.js'
+import { descendants, isNode, rssMbOf } from './processes.js'
 
 /**
  * `npm run build && node dist/bench/sandbox.js`: what the reference satellite's process sandbox
@@ -42,45 +42,10 @@ async function once(isolation: Isolation, index: number): Promise<Sample> {
   const startMs = performance.now() - began
   await client.listTools()
   const tree = [transport.pid!, ...descendants(transport.pid!)]
-  const sizes = tree.map((pid) => ({ pid, mb: rssMb(pid), node: isNode(pid) }))
+  const sizes = tree.map((pid) => ({ pid, mb: rssMbOf(pid), node: isNode(pid) }))
   await client.close()
   await isolation.release(id)
   return { startMs, treeMb: sizes.reduce((sum, size) => sum + size.mb, 0), serverMb: sizes.filter((size) => size.node).reduce((sum, size) => sum + size.mb, 0) }
-}
-
-function rssMb(pid: number): number {
-  try {
-    return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024
-  } catch {
-    return 0
-  }
-}
-
-function isNode(pid: number): boolean {
-  try {
-    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0] === process.execPath
-  } catch {
-    return false
-  }
-}
-
-function descendants(pid: number): number[] {
-  const parents = new Map<number, number>()
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8')
-      parents.set(Number(entry), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]))
-    } catch {
-      // Gone meanwhile.
-    }
-  }
-  const found: number[] = []
-  const walk = (parent: number) => {
-    for (const [child, of] of parents) if (of === parent) (found.push(child), walk(child))
-  }
-  walk(pid)
-  return found
 }
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!

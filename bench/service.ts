@@ -19,13 +19,17 @@ export async function signUp(url: string, username = 'bench'): Promise<string> {
   return response.headers.getSetCookie()[0]!.split(';')[0]!
 }
 
-/** An access token for the CLI client with `scope`, through the real authorization code flow with PKCE. */
-export async function bearerToken(url: string, cookie: string, scope = 'teams:read'): Promise<string> {
+/**
+ * An access token for the CLI client with `scope`, through the real authorization code flow with
+ * PKCE; for `resource` (RFC 8707) and bound to `teamId` at consent when given.
+ */
+export async function bearerToken(url: string, cookie: string, scope = 'teams:read', { resource, teamId }: { resource?: string; teamId?: string } = {}): Promise<string> {
   const verifier = randomBytes(32).toString('base64url')
   const redirectUri = 'http://127.0.0.1:8976/oauth/callback'
   const query = new URLSearchParams({
     response_type: 'code', client_id: 'service-gateway-cli', redirect_uri: redirectUri, scope, state: 'bench',
     code_challenge: createHash('sha256').update(verifier).digest('base64url'), code_challenge_method: 'S256',
+    ...(resource === undefined ? {} : { resource }),
   })
   const authorize = await fetch(`${url}/api/oauth2/auth?${query}`, { headers: { cookie }, redirect: 'manual' })
   const location = authorize.headers.get('location')!
@@ -38,7 +42,7 @@ export async function bearerToken(url: string, cookie: string, scope = 'teams:re
     const decided = await fetch(`${url}/api/oauth2/consent`, {
       method: 'POST',
       headers: { cookie, 'content-type': 'application/json' },
-      body: JSON.stringify({ request_id: details.data.request_id, decision: 'approve', csrf_token: details.data.csrf_token }),
+      body: JSON.stringify({ request_id: details.data.request_id, decision: 'approve', csrf_token: details.data.csrf_token, ...(teamId === undefined ? {} : { team_id: teamId }) }),
     })
     code = new URL(((await decided.json()) as { data: { redirect_url: string } }).data.redirect_url).searchParams.get('code')!
   }

@@ -1,0 +1,363 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
+import { cpus, loadavg } from 'node:os'
+import { chosenIsolation, EVERYTHING_BIN, startPlatform, startRemoteServer, type RemoteServer } from './mcp-platform.js'
+import { cpuMicrosOf, descendants, isNode, rssMbOf } from './processes.js'
+
+/**
+ * `npm run bench:mcp` (`-- --json`: one JSON document on standard output): MCP `tools/call` of server-everything's
+ * `echo` tool through the reference satellite against the same calls made directly on the server,
+ * for both kinds of installation, with the official SDK client on both sides:
+ *
+ * - stdio (a package installation): directly, a client over stdio to a server process of its own
+ *   per session; through the satellite, a client over streamable HTTP to the satellite's
+ *   `/mcp/<installation id>` with the member's access token;
+ * - remote: directly, a client over streamable HTTP to server-everything's HTTP mode; through the
+ *   satellite, the remote installation of an identical server process of its own.
+ *
+ * Each side opens BENCH_MCP_SESSIONS client sessions; each session calls the tool in a closed loop
+ * (the next call when the answer came). After a warm-up of each side, the two sides are loaded in
+ * alternating one-second slices (this machine's speed drifts within minutes), BENCH_MCP_SECONDS of
+ * each; then the same with one session a side, whose latency is the hop's own rather than a wait
+ * behind 99 other sessions. Reported: calls/s and latency p50/p99 of each side, the satellite's
+ * share of the direct calls/s and the p99 it adds, the CPU time per call of the satellite, of the
+ * servers and of this process (the clients), and, with every session open, the resident memory of
+ * the satellite, of the processes below it, and of the servers the direct sessions use; also how
+ * many server processes (stdio) or upstream sessions (remote) the satellite holds for its client
+ * sessions.
+ * The satellite runs in its default sandbox when bubblewrap is installed; ISOLATION=none runs its
+ * servers bare. Everything is on 127.0.0.1 (setup: bench/mcp-platform.ts). Figures, not assertions.
+ *   BENCH_MCP_SESSIONS (default 100)       concurrent client sessions on each side
+ *   BENCH_MCP_SECONDS (10)                 measured seconds of each side
+ *   BENCH_MCP_WARMUP_SECONDS (3)           warm-up of each side, not reported
+ *   BENCH_MCP_ONE_SESSION_SECONDS (5)      then one session a side for this long (0: not measured)
+ *   ISOLATION (bubblewrap when installed)  the satellite's isolation: process-sandbox or none
+ */
+
+/** A whole number ≥ `least` from the environment, or `fallback`; anything else stops the bench before it starts. */
+function setting(name: string, fallback: number, least: number): number {
+  const text = process.env[name]?.trim()
+  if (text === undefined || text === '') return fallback
+  const value = Number(text)
+  if (!Number.isInteger(value) || value < least) throw new Error(`${name} must be a whole number ≥ ${least} (got "${text}")`)
+  return value
+}
+
+const SESSIONS = setting('BENCH_MCP_SESSIONS', 100, 1)
+const SECONDS = setting('BENCH_MCP_SECONDS', 10, 1)
+const WARMUP_SECONDS = setting('BENCH_MCP_WARMUP_SECONDS', 3, 0)
+const ONE_SESSION_SECONDS = setting('BENCH_MCP_ONE_SESSION_SECONDS', 5, 0)
+const SLICE_MS = 1000
+/** Sessions opened at once: each stdio session starts a server process, and the two cores are all there is. */
+const OPENING_AT_ONCE = 8
+/** An `initialize` may wait for a server process to start on a loaded machine. */
+const OPEN_TIMEOUT_MS = 120_000
+const TARGET_PERCENT = 50
+const TARGET_P99_ADDED_MS = 5
+const JSON_OUTPUT = process.argv.includes('--json')
+/** The readable report; with --json it goes to standard error, leaving standard output to the document. */
+const say = (line = '') => (JSON_OUTPUT ? console.error(line) : console.log(line))
+
+interface Session {
+  client: Client
+  /** The server process of a stdio session. */
+  pid: number | undefined
+  close(): Promise<void>
+}
+
+interface Side {
+  path: 'direct' | 'satellite'
+  sessions: Session[]
+  /** The server processes of this side (below the satellite: its sandboxes too), for their CPU time. */
+  servers(): number[]
+  /** The satellite's process, on the side that goes through it. */
+  satellite?: number
+}
+
+interface Tally {
+  calls: number
+  errors: number
+  firstError: string | undefined
+  ms: number
+  latencies: number[]
+  satelliteCpuMicros: number
+  serversCpuMicros: number
+  clientCpuMicros: number
+}
+
+interface SideResult {
+  calls_per_s: number
+  p50_ms: number
+  p99_ms: number
+  errors: number
+  first_error?: string
+  /** CPU time per call of the satellite's process (through the satellite only). */
+  satellite_cpu_us?: number
+  /** CPU time per call of the server processes (below the satellite: its sandboxes too). */
+  servers_cpu_us: number
+  /** CPU time of this process (the clients) per call. */
+  client_cpu_us: number
+}
+
+const round1 = (value: number) => Math.round(value * 10) / 10
+const sum = (values: number[]) => values.reduce((total, value) => total + value, 0)
+
+async function openSessions(count: number, open: () => Promise<Session>): Promise<Session[]> {
+  const sessions: Session[] = []
+  let next = 0
+  await Promise.all(Array.from({ length: Math.min(OPENING_AT_ONCE, count) }, async () => {
+    while (next < count) {
+      next += 1
+      sessions.push(await open())
+    }
+  }))
+  return sessions
+}
+
+const ECHO = { name: 'echo', arguments: { message: 'bench' } }
+
+/** A connected client whose first echo answered as the server answers it. */
+async function connected(transport: StdioClientTransport | StreamableHTTPClientTransport): Promise<Client> {
+  const client = new Client({ name: 'mcp-bench', version: '1.0.0' })
+  await client.connect(transport, { timeout: OPEN_TIMEOUT_MS })
+  const answer = await client.callTool(ECHO)
+  const text = (answer.content as Array<{ text?: string }>)[0]?.text
+  if (text !== 'Echo: bench') throw new Error(`echo answered ${JSON.stringify(answer)}`)
+  return client
+}
+
+async function stdioSession(): Promise<Session> {
+  const transport = new StdioClientTransport({ command: process.execPath, args: [EVERYTHING_BIN, 'stdio'], env: { PATH: process.env.PATH ?? '' }, stderr: 'ignore' })
+  const client = await connected(transport)
+  return { client, pid: transport.pid ?? undefined, close: () => client.close() }
+}
+
+async function httpSession(url: string, token?: string): Promise<Session> {
+  const transport = new StreamableHTTPClientTransport(new URL(url), token === undefined ? undefined : { requestInit: { headers: { authorization: `Bearer ${token}` } } })
+  const client = await connected(transport)
+  return {
+    client, pid: undefined,
+    close: async () => {
+      // DELETE: the server may end what it holds for the session.
+      await transport.terminateSession().catch(() => undefined)
+      await client.close()
+    },
+  }
+}
+
+/** An error's message with its cause's (fetch says only "fetch failed"). */
+function describe(error: unknown): string {
+  const { message, cause } = error as Error & { cause?: Error & { code?: string } }
+  return cause === undefined ? message : `${message}: ${cause.code ?? cause.message}`
+}
+
+function newTally(): Tally {
+  return { calls: 0, errors: 0, firstError: undefined, ms: 0, latencies: [], satelliteCpuMicros: 0, serversCpuMicros: 0, clientCpuMicros: 0 }
+}
+
+/** Every session of `side` calls in a closed loop for `ms`; counted into `tally` when given. */
+async function slice(side: Side, ms: number, tally: Tally | undefined, servers: number[] = []): Promise<void> {
+  const serversBefore = sum(servers.map(cpuMicrosOf))
+  const satelliteBefore = side.satellite === undefined ? 0 : cpuMicrosOf(side.satellite)
+  const clientBefore = process.cpuUsage()
+  const began = performance.now()
+  const until = began + ms
+  await Promise.all(side.sessions.map(async (session) => {
+    while (performance.now() < until) {
+      const sent = performance.now()
+      try {
+        await session.client.callTool(ECHO)
+        if (tally !== undefined) {
+          tally.latencies.push(performance.now() - sent)
+          tally.calls += 1
+        }
+      } catch (error) {
+        if (tally !== undefined) {
+          tally.errors += 1
+          tally.firstError ??= describe(error)
+        }
+      }
+    }
+  }))
+  if (tally === undefined) return
+  tally.ms += performance.now() - began
+  tally.serversCpuMicros += sum(servers.map(cpuMicrosOf)) - serversBefore
+  if (side.satellite !== undefined) tally.satelliteCpuMicros += cpuMicrosOf(side.satellite) - satelliteBefore
+  const client = process.cpuUsage(clientBefore)
+  tally.clientCpuMicros += client.user + client.system
+}
+
+function result(tally: Tally, side: Side): SideResult {
+  const sorted = Float64Array.from(tally.latencies).sort()
+  const at = (quantile: number) => (sorted.length === 0 ? 0 : round1(sorted[Math.min(sorted.length - 1, Math.floor(quantile * sorted.length))]!))
+  const perCall = (micros: number) => (tally.calls === 0 ? 0 : Math.round(micros / tally.calls))
+  return {
+    calls_per_s: Math.round((tally.calls * 1000) / tally.ms), p50_ms: at(0.5), p99_ms: at(0.99), errors: tally.errors,
+    ...(tally.firstError === undefined ? {} : { first_error: tally.firstError }),
+    ...(side.satellite === undefined ? {} : { satellite_cpu_us: perCall(tally.satelliteCpuMicros) }),
+    servers_cpu_us: perCall(tally.serversCpuMicros), client_cpu_us: perCall(tally.clientCpuMicros),
+  }
+}
+
+/** A warm-up of each side, then `seconds` of each in one-second slices taken in turn (the order swapped every round). */
+async function measure(direct: Side, satellite: Side, seconds: number, warmupSeconds: number): Promise<{ direct: SideResult; satellite: SideResult }> {
+  for (const side of [direct, satellite]) await slice(side, warmupSeconds * 1000, undefined)
+  const servers = new Map([direct, satellite].map((side) => [side, side.servers()]))
+  const tallies = new Map([direct, satellite].map((side) => [side, newTally()]))
+  for (let round = 0; round < Math.max(1, Math.round((seconds * 1000) / SLICE_MS)); round++) {
+    for (const side of round % 2 === 0 ? [direct, satellite] : [satellite, direct]) await slice(side, SLICE_MS, tallies.get(side), servers.get(side))
+  }
+  return { direct: result(tallies.get(direct)!, direct), satellite: result(tallies.get(satellite)!, satellite) }
+}
+
+/** Resident memory of a set of processes, in MiB, with their count and how many of them are Node servers. */
+function memoryOf(pids: number[]): { processes: number; node_processes: number; rss_mb: number } {
+  return { processes: pids.length, node_processes: pids.filter(isNode).length, rss_mb: round1(sum(pids.map(rssMbOf))) }
+}
+
+const closeAll = (sessions: Session[]) => Promise.all(sessions.map((session) => session.close().catch(() => undefined)))
+
+type Pair = { direct: SideResult; satellite: SideResult }
+
+function compared(measured: Pair) {
+  const percent = round1((measured.satellite.calls_per_s / measured.direct.calls_per_s) * 100)
+  const added = round1(measured.satellite.p99_ms - measured.direct.p99_ms)
+  return { ...measured, percent_of_direct: percent, p99_added_ms: added }
+}
+
+type Compared = ReturnType<typeof compared>
+
+/**
+ * The two sides with every session (against the targets) and `memory()` read right after, then
+ * with one session each: in a closed loop a session's latency is mostly its wait behind the
+ * others, so one session shows what the satellite's hop itself adds.
+ */
+async function bothLoads<M>(direct: Side, satellite: Side, memory: () => M): Promise<{ sessions: Compared; memory: M; one_session?: Compared }> {
+  const sessions = compared(await measure(direct, satellite, SECONDS, WARMUP_SECONDS))
+  const read = memory()
+  if (ONE_SESSION_SECONDS <= 0) return { sessions, memory: read }
+  const one = (side: Side): Side => ({ ...side, sessions: side.sessions.slice(0, 1) })
+  return { sessions, memory: read, one_session: compared(await measure(one(direct), one(satellite), ONE_SESSION_SECONDS, 1)) }
+}
+
+async function main(): Promise<void> {
+  const began = performance.now()
+  const elapsed = () => Math.round((performance.now() - began) / 100) / 10
+  const isolation = chosenIsolation()
+  say(`MCP tools/call (server-everything's echo), ${SESSIONS} client sessions a side, ${SECONDS} s of each side in 1 s slices taken in turn after ${WARMUP_SECONDS} s of warm-up`)
+  const platform = await startPlatform(isolation.mode)
+  const satellitePid = platform.satellite.child.pid!
+  const report: Record<string, unknown> = {
+    date: new Date().toISOString(), machine: { cpus: cpus().length, node: process.version, load_average: loadavg().map(round1) },
+    sessions: SESSIONS, seconds: SECONDS, warmup_seconds: WARMUP_SECONDS, one_session_seconds: ONE_SESSION_SECONDS,
+    target: { percent_of_direct: TARGET_PERCENT, p99_added_ms: TARGET_P99_ADDED_MS },
+    isolation: { started_with: isolation.mode, why: isolation.why, advertised: platform.satellite.isolation },
+  }
+  say(`satellite isolation: ${isolation.mode} (${isolation.why}); the satellite advertises ${platform.satellite.isolation}`)
+  say(`set up in ${elapsed()} s (the service on SQLite, a team satellite, an installation of each kind running)`)
+  let direct: RemoteServer | undefined
+  const open: Session[][] = []
+  const opened = async (open_: () => Promise<Session>): Promise<{ sessions: Session[]; seconds: number }> => {
+    const start = performance.now()
+    const sessions = await openSessions(SESSIONS, open_)
+    open.push(sessions)
+    return { sessions, seconds: round1((performance.now() - start) / 1000) }
+  }
+  const closeOpen = async () => {
+    while (open.length > 0) await closeAll(open.pop()!)
+  }
+  try {
+    // stdio: a server process per direct session; the satellite's sessions through its package installation.
+    const satelliteIdle = round1(rssMbOf(satellitePid))
+    const treeBefore = descendants(satellitePid)
+    const directStdio = await opened(stdioSession)
+    const throughStdio = await opened(() => httpSession(platform.endpoints.stdio, platform.token))
+    say(`stdio: ${SESSIONS} direct sessions (a server process each) opened in ${directStdio.seconds} s, ${SESSIONS} through the satellite in ${throughStdio.seconds} s`)
+    const directPids = () => directStdio.sessions.map((session) => session.pid).filter((pid): pid is number => pid !== undefined)
+    const stdio = await bothLoads(
+      { path: 'direct', sessions: directStdio.sessions, servers: directPids },
+      { path: 'satellite', sessions: throughStdio.sessions, servers: () => descendants(satellitePid), satellite: satellitePid },
+      () => ({
+        satellite_idle_rss_mb: satelliteIdle,
+        satellite_rss_mb: round1(rssMbOf(satellitePid)),
+        satellite_servers_before_sessions: memoryOf(treeBefore),
+        satellite_servers: memoryOf(descendants(satellitePid)),
+        direct_servers: memoryOf(directPids()),
+      }),
+    )
+    const stdioMemory = stdio.memory
+    report.stdio = { ...stdio, opened_in_s: { direct: directStdio.seconds, satellite: throughStdio.seconds } }
+    await closeOpen()
+
+    // remote: two identical server processes, one for the direct sessions, one behind the satellite.
+    direct = await startRemoteServer()
+    const remoteIdle = round1(rssMbOf(satellitePid))
+    const upstreamBefore = platform.upstream.sessions() ?? 0
+    const directRemote = await opened(() => httpSession(direct!.url))
+    const throughRemote = await opened(() => httpSession(platform.endpoints.remote, platform.token))
+    const upstreamAfter = platform.upstream.sessions()
+    const upstreamSessions = upstreamAfter === undefined ? null : { before_client_sessions: upstreamBefore, opened_for_client_sessions: upstreamAfter - upstreamBefore }
+    const remote = await bothLoads(
+      { path: 'direct', sessions: directRemote.sessions, servers: () => [direct!.child.pid!] },
+      { path: 'satellite', sessions: throughRemote.sessions, servers: () => [platform.upstream.child.pid!], satellite: satellitePid },
+      () => ({
+        satellite_idle_rss_mb: remoteIdle,
+        satellite_rss_mb: round1(rssMbOf(satellitePid)),
+        satellite_upstream_server_rss_mb: round1(rssMbOf(platform.upstream.child.pid!)),
+        direct_server_rss_mb: round1(rssMbOf(direct!.child.pid!)),
+      }),
+    )
+    const remoteMemory = remote.memory
+    report.remote = { ...remote, upstream_sessions: upstreamSessions, opened_in_s: { direct: directRemote.seconds, satellite: throughRemote.seconds } }
+    await closeOpen()
+    report.run_seconds = elapsed()
+
+    say()
+    say(table([
+      ['stdio', stdio.sessions, SESSIONS], ['remote', remote.sessions, SESSIONS],
+      ...(stdio.one_session === undefined ? [] : [['stdio', stdio.one_session, 1] as const]),
+      ...(remote.one_session === undefined ? [] : [['remote', remote.one_session, 1] as const]),
+    ]))
+    say()
+    say(`memory with ${SESSIONS} sessions open on each side (RSS, MiB):`)
+    const servers = (memory: ReturnType<typeof memoryOf>) => `${memory.rss_mb} in ${memory.processes} processes (${memory.node_processes} Node servers)`
+    say(`  stdio:  the satellite ${stdioMemory.satellite_rss_mb} (${stdioMemory.satellite_idle_rss_mb} before its sessions); the processes below it ${servers(stdioMemory.satellite_servers)}, before its sessions ${servers(stdioMemory.satellite_servers_before_sessions)}; the direct sessions' servers ${servers(stdioMemory.direct_servers)}`)
+    say(`  remote: the satellite ${remoteMemory.satellite_rss_mb} (${remoteMemory.satellite_idle_rss_mb} before its sessions); its upstream server ${remoteMemory.satellite_upstream_server_rss_mb}; the direct sessions' server ${remoteMemory.direct_server_rss_mb}`)
+    say(upstreamSessions === null
+      ? '  upstream sessions the satellite holds on its remote server: unknown (the server logged none)'
+      : `  upstream sessions the satellite opened on its remote server: ${upstreamSessions.before_client_sessions} before its client sessions, ${upstreamSessions.opened_for_client_sessions} more for its ${SESSIONS} client sessions`)
+    say(`run time ${report.run_seconds} s; load average ${loadavg().map(round1).join(' ')} (at the start ${(report.machine as { load_average: number[] }).load_average.join(' ')})`)
+  } finally {
+    await closeOpen()
+    if (direct !== undefined) direct.child.kill('SIGTERM')
+    await platform.close()
+  }
+  if (JSON_OUTPUT) console.log(JSON.stringify(report, null, 2))
+}
+
+/** One row per side: the ratio and the added p99 against the targets on the rows with every session. */
+function table(kinds: ReadonlyArray<readonly [string, Compared, number]>): string {
+  const header = ['', 'sessions', 'calls/s', 'p50/p99 ms', 'of direct', 'p99 added', 'CPU µs/call: satellite / servers / clients', 'errors']
+  const rows: string[][] = []
+  for (const [kind, measured, sessions] of kinds) {
+    const targets = sessions === SESSIONS
+    for (const path of ['direct', 'satellite'] as const) {
+      const side = measured[path]
+      const through = path === 'satellite'
+      rows.push([
+        `${kind}, ${through ? 'through the satellite' : 'directly'}`, String(sessions),
+        String(side.calls_per_s), `${side.p50_ms}/${side.p99_ms}`,
+        !through ? '' : `${measured.percent_of_direct} %${targets ? ` (≥ ${TARGET_PERCENT} %: ${measured.percent_of_direct >= TARGET_PERCENT ? 'met' : 'MISSED'})` : ''}`,
+        !through ? '' : `${measured.p99_added_ms} ms${targets ? ` (≤ ${TARGET_P99_ADDED_MS} ms: ${measured.p99_added_ms <= TARGET_P99_ADDED_MS ? 'met' : 'MISSED'})` : ''}`,
+        `${side.satellite_cpu_us ?? '–'} / ${side.servers_cpu_us} / ${side.client_cpu_us}`,
+        side.errors === 0 ? '' : `${side.errors} (${side.first_error})`,
+      ])
+    }
+  }
+  const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column]!.length)))
+  const format = (row: string[]) => `  ${row.map((cell, column) => (column === 0 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!))).join('  ')}`
+  return [format(header), ...rows.map(format)].join('\n')
+}
+
+await main()
