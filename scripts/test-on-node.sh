@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# Runs a part of the test suite on Node 22 and Node 24 (the machine's node stays the one the whole
+# suite runs on). Each version gets a copy of the committed tree (HEAD, as CI sees it: no
+# node_modules, no dist, no uncommitted change), its own `npm ci` with that node, which compiles
+# better-sqlite3 against the headers of the npm package the binary came from, and `npm run build`.
+#
+#   scripts/test-on-node.sh [prepare|test|all] [22] [24]     (default: all 22 24)
+#
+#   prepare  copy HEAD, npm ci, check that the native modules load, npm run build
+#   test     the vitest subset below, then `npm start` answering /api/health (needs prepare)
+#
+# The binaries come from test/runtimes (`npm ci --prefix test/runtimes`), installed apart from the
+# project so their `node` never shadows the machine's. The copies go to $NODE_VERSIONS_DIR
+# (default: $TMPDIR or /tmp, then service-node-versions/node22 …), which, like the binaries, must
+# be readable by the satellite's sandbox user (uid 65534 when run as root): the satellite tests
+# run node and the installed packages inside bubblewrap as that user.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+RUNTIMES="$ROOT/test/runtimes/node_modules"
+BASE="${NODE_VERSIONS_DIR:-${TMPDIR:-/tmp}/service-node-versions}"
+
+# The subset, chosen to cover what differs between Node versions at a few minutes of CI time:
+# - test/satellite/: the reference satellite, which spawns node and npx children, runs them in
+#   bubblewrap, speaks MCP over stdio and HTTP, and seals secrets with HPKE (WebCrypto, X25519);
+#   its end-to-end files run the whole backend on SQLite and PostgreSQL;
+# - test/db/database.test.ts: the database layer on both dialects, better-sqlite3 (a native module
+#   built here for this node's ABI) and pg: migrations, transactions, a restart on a file;
+# - test/accounts/login.test.ts: argon2 (the other native module, a prebuilt N-API binary):
+#   hashing at registration, verifying at login, the dummy verify for unknown names.
+# esbuild, rolldown and lightningcss (native binaries vitest uses) are exercised by vitest itself.
+# The whole suite stays on the machine's node: running it three times would not fit the CI budget.
+SUBSET=(test/satellite/ test/db/database.test.ts test/accounts/login.test.ts)
+
+phase=all
+case "${1:-}" in
+  prepare | test | all) phase=$1; shift ;;
+esac
+versions=("$@")
+[ ${#versions[@]} -gt 0 ] || versions=(22 24)
+
+say() { printf '\n== %s\n' "$*"; }
+fail() {
+  printf '\ntest-on-node: FAILED on Node %s: %s\n' "$version" "$*" >&2
+  exit 1
+}
+
+# Every folder from / to $1 must let the sandbox user through, and $1 itself be readable.
+check_sandbox_can_read() {
+  [ "$(id -u)" = 0 ] || return 0
+  setpriv --reuid=65534 --regid=65534 --clear-groups test -r "$1" \
+    || fail "$1 is not readable by uid 65534 (the satellite's sandbox user): put it under a world-readable folder"
+}
+
+# Runs "$@" with this version's node first on PATH (npm and npx then run on it too).
+on_node() {
+  PATH="$nodedir/bin:$PATH" npm_config_nodedir="$nodedir" "$@"
+}
+
+prepare() {
+  local started=$SECONDS
+  say "Node $version: copying HEAD to $copy"
+  rm -rf "$copy"
+  mkdir -p "$copy"
+  chmod 755 "$BASE" "$copy"
+  git -C "$ROOT" archive --format=tar HEAD | tar -x -C "$copy"
+  check_sandbox_can_read "$copy/package.json"
+
+  say "Node $version: npm ci (compiles better-sqlite3 from source)"
+  # Always from source: prebuild-install would otherwise try GitHub first, and whether that is
+  # reachable must not change what is tested. It reads this setting from its own rc variable
+  # (npm_config_build_from_source would work too, but npm warns about a config it does not know).
+  # argon2 loads its prebuilt N-API binary, which suits every Node version.
+  (cd "$copy" && on_node env prebuild-install_buildFromSource=true npm ci --no-audit --no-fund) \
+    || fail "npm ci failed (the native modules must build with this node's headers in $nodedir/include/node)"
+  local installed=$SECONDS
+
+  (cd "$copy" && on_node node --input-type=module -e "
+    import Database from 'better-sqlite3'
+    import argon2 from 'argon2'
+    const sqlite = new Database(':memory:').prepare('select sqlite_version() as v').get().v
+    const hash = await argon2.hash('probe', { type: argon2.argon2id, memoryCost: 19456, timeCost: 2, parallelism: 1 })
+    if (!(await argon2.verify(hash, 'probe')) || (await argon2.verify(hash, 'other'))) throw new Error('argon2 verifies wrongly')
+    console.log('node ' + process.version + ' (ABI ' + process.versions.modules + '): better-sqlite3 with SQLite ' + sqlite + ', argon2 hashes and verifies')
+  ") || fail "a native module does not load (better-sqlite3 or argon2)"
+
+  say "Node $version: npm run build"
+  (cd "$copy" && on_node npm run -s build) || fail "npm run build failed"
+  echo "Node $version prepared in $((SECONDS - started)) s (npm ci $((installed - started)) s)"
+}
+
+# `npm start` as a user runs it, on SQLite in the copy's data folder: it must answer /api/health
+# and /api/health/ready, then stop with exit code 0 when the server gets SIGTERM.
+start_and_stop() {
+  local log="$copy/start.log" group line="" url server code=0
+  : >"$log"
+  # A process group of its own (setsid without a fork: its pid is the group's), to end it whole.
+  (cd "$copy" && PORT=0 HOST=127.0.0.1 exec setsid env PATH="$nodedir/bin:$PATH" npm start >"$log" 2>&1) &
+  group=$!
+  for _ in $(seq 1 600); do
+    line=$(grep -m 1 'Server listening at' "$log" || true)
+    [ -n "$line" ] && break
+    kill -0 "$group" 2>/dev/null || break
+    sleep 0.2
+  done
+  abort() {
+    kill -KILL -- "-$group" 2>/dev/null || true
+    cat "$log" >&2
+    fail "$1"
+  }
+  [ -n "$line" ] || abort "npm start did not listen within 120 s"
+  url=$(grep -o 'http://127\.0\.0\.1:[0-9]*' <<<"$line")
+  server=$(grep -o '"pid":[0-9]*' <<<"$line" | cut -d: -f2)
+  on_node node --input-type=module -e "
+    const answer = async (path) => { const r = await fetch('$url' + path); if (r.status !== 200) throw new Error(path + ' answered ' + r.status); return r.json() }
+    const [live] = await Promise.all([answer('/api/health'), answer('/api/health/ready')])
+    console.log('npm start on Node ' + process.version + ': /api/health and /api/health/ready answer 200, version ' + live.data.version)
+  " || abort "npm start does not answer /api/health"
+  # SIGTERM to the server itself, as a process manager sends it; npm then exits with its code.
+  kill -TERM "$server"
+  wait "$group" || code=$?
+  [ "$code" = 0 ] || abort "npm start exited with $code after SIGTERM"
+}
+
+run_tests() {
+  local started=$SECONDS
+  [ -d "$copy/node_modules" ] && [ -d "$copy/dist" ] || fail "$copy is not prepared: run $0 prepare $version first"
+  say "Node $version: vitest run ${SUBSET[*]}"
+  (cd "$copy" && on_node npx vitest run "${SUBSET[@]}") || fail "tests failed (see above)"
+  say "Node $version: npm start"
+  start_and_stop
+  echo "Node $version tested in $((SECONDS - started)) s"
+}
+
+one_version() {
+  nodedir="$RUNTIMES/node$version"
+  [ -x "$nodedir/bin/node" ] || fail "no $nodedir/bin/node: run npm ci --prefix test/runtimes (it installs node22 and node24)"
+  nodedir=$(cd "$nodedir" && pwd -P)
+  check_sandbox_can_read "$nodedir/bin/node"
+  copy="$BASE/node$version"
+  case $phase in
+    prepare) prepare ;;
+    test) run_tests ;;
+    all) prepare; run_tests ;;
+  esac
+}
+
+# Each version in a subshell of its own, so that one failing still lets the next one run.
+failed=()
+for version in "${versions[@]}"; do
+  set +e
+  (set -e; one_version)
+  status=$?
+  set -e
+  [ "$status" = 0 ] || failed+=("$version")
+done
+if [ ${#failed[@]} -gt 0 ]; then
+  printf '\ntest-on-node: %s failed on Node %s (of %s)\n' "$phase" "${failed[*]}" "${versions[*]}" >&2
+  exit 1
+fi
+printf '\ntest-on-node: %s passed on Node %s\n' "$phase" "${versions[*]}"
