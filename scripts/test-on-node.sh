@@ -23,8 +23,8 @@ BASE="${NODE_VERSIONS_DIR:-${TMPDIR:-/tmp}/service-node-versions}"
 # The subset, chosen to cover what differs between Node versions at a few minutes of CI time:
 # - the reference satellite: sandbox.test.ts (node and npx children in bubblewrap as another
 #   user), sessions.test.ts (MCP over stdio and streamable HTTP, a process per client session,
-#   resumable streams), sealing.test.ts (HPKE on WebCrypto, X25519) and end-to-end.test.ts (the
-#   whole backend and a satellite on SQLite and PostgreSQL, OAuth included);
+#   resumable streams) and sealing.test.ts (HPKE on WebCrypto, X25519); the backend itself is
+#   started below as `npm start` runs it;
 # - test/db/database.test.ts: the database layer on both dialects, better-sqlite3 (a native module
 #   built here for this node's ABI) and pg: migrations, transactions, a restart on a file;
 # - test/accounts/login.test.ts: argon2 (the other native module, a prebuilt N-API binary):
@@ -32,7 +32,7 @@ BASE="${NODE_VERSIONS_DIR:-${TMPDIR:-/tmp}/service-node-versions}"
 # esbuild, rolldown and lightningcss (native binaries vitest uses) are exercised by vitest itself.
 # The MCP conformance suite already runs on Node 22 (its CLI) in the main run. The whole suite
 # stays on the machine's node: running it three times would not fit the CI budget.
-SUBSET=(test/satellite/sandbox.test.ts test/satellite/sessions.test.ts test/satellite/sealing.test.ts test/satellite/end-to-end.test.ts test/db/database.test.ts test/accounts/login.test.ts)
+SUBSET=(test/satellite/sandbox.test.ts test/satellite/sessions.test.ts test/satellite/sealing.test.ts test/db/database.test.ts test/accounts/login.test.ts)
 
 phase=all
 case "${1:-}" in
