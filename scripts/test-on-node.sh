@@ -10,15 +10,16 @@
 #   test     the vitest subset below, then `npm start` answering /api/health (needs prepare)
 #
 # The binaries come from test/runtimes (`npm ci --prefix test/runtimes`), installed apart from the
-# project so their `node` never shadows the machine's. The copies go to $NODE_VERSIONS_DIR
-# (default: $TMPDIR or /tmp, then service-node-versions/node22 …), which, like the binaries, must
-# be readable by the satellite's sandbox user (uid 65534 when run as root): the satellite tests
-# run node and the installed packages inside bubblewrap as that user.
+# project so their `node` never shadows the machine's. The copies go to $NODE_VERSIONS_DIR/node22 …
+# (default: service-node-versions-<a checksum of the checkout's path> in $TMPDIR or /tmp), which,
+# like the binaries, must be readable by the satellite's sandbox user (uid 65534 when run as
+# root): the satellite tests run node and the installed packages inside bubblewrap as that user.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 RUNTIMES="$ROOT/test/runtimes/node_modules"
-BASE="${NODE_VERSIONS_DIR:-${TMPDIR:-/tmp}/service-node-versions}"
+# One folder per checkout, so that two checkouts on one machine never share their copies.
+BASE="${NODE_VERSIONS_DIR:-${TMPDIR:-/tmp}/service-node-versions-$(printf %s "$ROOT" | cksum | cut -d' ' -f1)}"
 
 # The subset, chosen to cover what differs between Node versions at a few minutes of CI time:
 # - the reference satellite: sandbox.test.ts (node and npx children in bubblewrap as another
@@ -29,6 +30,8 @@ BASE="${NODE_VERSIONS_DIR:-${TMPDIR:-/tmp}/service-node-versions}"
 #   built here for this node's ABI) and pg: migrations, transactions, a restart on a file;
 # - test/accounts/login.test.ts: argon2 (the other native module, a prebuilt N-API binary):
 #   hashing at registration, verifying at login, the dummy verify for unknown names.
+# Then `npm start` itself: Node's own loader on the built code (vitest transforms the sources
+# instead), and the V8 flags the start script passes, which a newer V8 could refuse.
 # esbuild, rolldown and lightningcss (native binaries vitest uses) are exercised by vitest itself.
 # The MCP conformance suite already runs on Node 22 (its CLI) in the main run. The whole suite
 # stays on the machine's node: running it three times would not fit the CI budget.
