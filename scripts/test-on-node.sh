@@ -73,10 +73,12 @@ prepare() {
 
   say "Node $version: npm ci (compiles better-sqlite3 from source)"
   # Always from source: prebuild-install would otherwise try GitHub first, and whether that is
-  # reachable must not change what is tested. It reads this setting from its own rc variable
-  # (npm_config_build_from_source would work too, but npm warns about a config it does not know).
-  # argon2 loads its prebuilt N-API binary, which suits every Node version.
-  (cd "$copy" && on_node env prebuild-install_buildFromSource=true npm ci --no-audit --no-fund) \
+  # reachable must not change what is tested. It reads this file in the folders above the package
+  # (npm_config_build_from_source would do too, but npm warns about a config it does not know, and
+  # a variable named prebuild-install_… never arrives: the shell npm runs install scripts with
+  # drops names with a dash). argon2 loads its prebuilt N-API binary, which suits every version.
+  printf '{ "buildFromSource": true }\n' >"$copy/.prebuild-installrc"
+  (cd "$copy" && on_node npm ci --no-audit --no-fund) \
     || fail "npm ci failed (the native modules must build with this node's headers in $nodedir/include/node)"
   local installed=$SECONDS
 
