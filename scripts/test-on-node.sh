@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Runs a part of the test suite on Node 22 and Node 24 (the machine's node stays the one the whole
 # suite runs on). Each version gets a copy of the committed tree (HEAD, as CI sees it: no
-# node_modules, no dist, no uncommitted change), its own `npm ci` with that node, which compiles
-# better-sqlite3 against the headers of the npm package the binary came from, and `npm run build`.
+# node_modules, no dist, no uncommitted change) with the checkout's own packages (run `npm ci`
+# first), better-sqlite3 compiled against the headers of the npm package the binary came from,
+# and `npm run build`.
 #
 #   scripts/test-on-node.sh [prepare|test|all] [22] [24]     (default: all 22 24)
 #
-#   prepare  copy HEAD, npm ci, check that the native modules load, npm run build
+#   prepare  copy HEAD and the packages, compile better-sqlite3, check that the native modules
+#            load, npm run build
 #   test     the vitest subset below, then `npm start` answering /api/health (needs prepare)
 #
 # The binaries come from test/runtimes (`npm ci --prefix test/runtimes`), installed apart from the
@@ -62,6 +64,15 @@ on_node() {
   PATH="$nodedir/bin:$PATH" npm_config_nodedir="$nodedir" "$@"
 }
 
+# better-sqlite3 compiles SQLite itself (two minutes of one core) before its small V8 binding.
+# With ccache on the machine (.ci/run installs it), SQLite's compiled objects are kept between
+# builds: SQLite's C code includes no Node header, so the one compiled for the checkout's own
+# install serves every version, and only the binding is compiled again. Paths are made relative
+# to each build's folder (the same layout in the checkout and in a copy), so they match.
+if command -v ccache >/dev/null; then
+  export CC="ccache ${CC:-gcc}" CXX="ccache ${CXX:-g++}" CCACHE_BASEDIR=/ CCACHE_NOHASHDIR=true
+fi
+
 prepare() {
   local started=$SECONDS
   say "Node $version: copying HEAD to $copy"
@@ -71,15 +82,28 @@ prepare() {
   git -C "$ROOT" archive --format=tar HEAD | tar -x -C "$copy"
   check_sandbox_can_read "$copy/package.json"
 
-  say "Node $version: npm ci (compiles better-sqlite3 from source)"
+  # The packages are the checkout's own install (`npm ci` from the same lockfile), linked file by
+  # file: installing 600 packages again for each version would cost minutes of CPU and bring
+  # nothing new, since they are plain JavaScript or N-API binaries that suit every version (argon2,
+  # esbuild, rolldown, lightningcss). better-sqlite3 is the exception: a V8-ABI module, so it is a
+  # real copy, compiled again for this version. The copy's own writes (dist/, caches) never reach
+  # the checkout's node_modules: vitest's cache folder is left out, and nothing else is written there.
+  say "Node $version: the checkout's packages, better-sqlite3 compiled for this version"
+  [ -d "$ROOT/node_modules/better-sqlite3" ] || fail "no $ROOT/node_modules: run npm ci first"
+  # Hard links need one file system; across two, a full copy (600 MB) does the same.
+  cp -al "$ROOT/node_modules" "$copy/node_modules" 2>/dev/null \
+    || { rm -rf "$copy/node_modules"; cp -a "$ROOT/node_modules" "$copy/node_modules"; }
+  rm -rf "$copy/node_modules/.vite" "$copy/node_modules/.cache" "$copy/node_modules/better-sqlite3"
+  cp -a "$ROOT/node_modules/better-sqlite3" "$copy/node_modules/better-sqlite3"
+  rm -rf "$copy/node_modules/better-sqlite3/build"
   # Always from source: prebuild-install would otherwise try GitHub first, and whether that is
   # reachable must not change what is tested. It reads this file in the folders above the package
   # (npm_config_build_from_source would do too, but npm warns about a config it does not know, and
   # a variable named prebuild-install_… never arrives: the shell npm runs install scripts with
-  # drops names with a dash). argon2 loads its prebuilt N-API binary, which suits every version.
+  # drops names with a dash).
   printf '{ "buildFromSource": true }\n' >"$copy/.prebuild-installrc"
-  (cd "$copy" && on_node npm ci --no-audit --no-fund) \
-    || fail "npm ci failed (the native modules must build with this node's headers in $nodedir/include/node)"
+  (cd "$copy" && on_node npm rebuild better-sqlite3 --no-audit --no-fund) \
+    || fail "better-sqlite3 did not build (it compiles against this node's headers in $nodedir/include/node)"
   local installed=$SECONDS
 
   (cd "$copy" && on_node node --input-type=module -e "
@@ -93,7 +117,7 @@ prepare() {
 
   say "Node $version: npm run build"
   (cd "$copy" && on_node npm run -s build) || fail "npm run build failed"
-  echo "Node $version prepared in $((SECONDS - started)) s (npm ci $((installed - started)) s)"
+  echo "Node $version prepared in $((SECONDS - started)) s (packages and better-sqlite3 $((installed - started)) s)"
 }
 
 # `npm start` as a user runs it, on SQLite in the copy's data folder: it must answer /api/health

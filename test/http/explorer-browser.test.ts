@@ -20,6 +20,12 @@ import { issueTokens } from '../helpers/oauth.js'
 import { freePort } from '../helpers/oauth-e2e.js'
 
 const USERNAME = 'explorer'
+/**
+ * Swagger UI draws the whole document in a tall window: seconds on an idle machine, several times
+ * that on a loaded one (CI runs the suite three files at a time on two cores), so each test and
+ * the hook that closes the server get more than the suite's default.
+ */
+const BROWSER_MS = 90_000
 
 interface Operation {
   /** The explorer's element id: `operations-<tag>-<operationId>`. */
@@ -47,7 +53,7 @@ describe.skipIf(!chromiumRequired)('the API explorer in headless Chromium', () =
       // tall window shows every operation these tests use without scrolling to each.
       const page = await (await chromiumBrowser().newContext({ viewport: { width: 1280, height: 16000 } })).newPage()
       expect((await page.goto(`${base}/documentation`))?.status()).toBe(200)
-      await page.locator(`#${GET_ME.element}`).waitFor({ timeout: 30_000 })
+      await page.locator(`#${GET_ME.element}`).waitFor({ timeout: BROWSER_MS / 2 })
       return page
     }
 
@@ -85,7 +91,7 @@ describe.skipIf(!chromiumRequired)('the API explorer in headless Chromium', () =
       const { cookie } = await registerAndLogin(app, { username: USERNAME, email: 'explorer@example.test' })
       sessionValue = cookie.slice('auth_session='.length)
     }, 60_000)
-    afterAll(() => ctx?.close())
+    afterAll(() => ctx?.close(), BROWSER_MS)
 
     it('a login run with "Try it out" signs this browser in: later calls from the page carry the session, writes included', async () => {
       const page = await openExplorer()
@@ -103,7 +109,7 @@ describe.skipIf(!chromiumRequired)('the API explorer in headless Chromium', () =
       expect(created.status, JSON.stringify(created.json)).toBe(201)
       expect(created.json.data.team.slug).toBe('made-in-the-explorer')
       await page.context().close()
-    })
+    }, BROWSER_MS)
 
     it('an access token pasted under "Authorize" → bearerAuth is sent as a bearer token', async () => {
       const tokens = await issueTokens(app, `auth_session=${sessionValue}`, 'user:read')
@@ -113,13 +119,13 @@ describe.skipIf(!chromiumRequired)('the API explorer in headless Chromium', () =
       expect(me.status).toBe(200)
       expect(me.json.data.username).toBe(USERNAME)
       await page.context().close()
-    })
+    }, BROWSER_MS)
 
     it('a session value typed under "Authorize" → cookieAuth is not sent, as the front page warns', async () => {
       const page = await openExplorer()
       await authorize(page, 'cookieAuth', sessionValue)
       expect((await execute(page, GET_ME)).status).toBe(401)
       await page.context().close()
-    })
+    }, BROWSER_MS)
   })
 })
