@@ -1,7 +1,9 @@
 # The service as a container image: `docker build -t service-backend .` (or `docker compose up`
 # with compose.yaml). Two stages: one that compiles, one that only runs what was compiled.
-# NODE_IMAGE can name another Node 20 (or newer) image on Debian, e.g. a mirror's copy.
-ARG NODE_IMAGE=node:20-bookworm-slim
+# NODE_IMAGE can name another Node 22 (or newer; 20.19 and later still run it) image on Debian,
+# e.g. a mirror's copy. The default is the long-term support line: Node 20 reached its end of life
+# in April 2026.
+ARG NODE_IMAGE=node:22-bookworm-slim
 
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
