@@ -37,6 +37,29 @@ export function remoteOf(server: DerivedServer, version: VersionRow, target: Ins
   }
 }
 
+/**
+ * The oauth input's details for a remote target: kept from `current` when the resource is the
+ * same, declared by the catalogue's remote or the request (`auth: "oauth"`), else probed. Null
+ * without a probe, for a package, a URL whose template cannot be filled in (or a target that
+ * cannot be read), or a server that does not ask.
+ */
+export async function oauthDetailsFor(probe: OAuthProbe | undefined, readRemote: () => Promise<ReturnType<typeof remoteOf>>,
+  auth: 'oauth' | undefined, current: readonly InstallationInput[]): Promise<OAuthInputDetails | null> {
+  if (probe === undefined) return null
+  let remote: ReturnType<typeof remoteOf>
+  try {
+    remote = await readRemote()
+  } catch {
+    return null
+  }
+  if (remote === null || remote.url === null) return null
+  const resource = probe.canonical(remote.url)
+  const kept = current.find((input) => input.kind === 'oauth' && input.oauth?.resource === resource)?.oauth
+  if (kept !== undefined) return kept
+  if (auth === 'oauth' || remote.oauth) return { resource, resource_metadata: null, scopes: [] }
+  return probe.probe(remote.url)
+}
+
 /** The inputs with the oauth input for `details` (none when null), scoped by `teamConnections`. */
 export function withOAuthInput(inputs: readonly InstallationInput[], details: OAuthInputDetails | null, teamConnections: readonly string[]): InstallationInput[] {
   const others = inputs.filter((input) => input.kind !== 'oauth')

@@ -25,7 +25,7 @@ import { approvalFor } from './own-values.js'
 import { InstallationMoves, type MovingSatellite } from './moves.js'
 import type { ConnectionEnding } from '../../db/repositories/connections.js'
 import type { InstallationTarget, OAuthInputDetails } from '../../formats/installation-inputs.js'
-import { endedConnectionKeys, remoteOf, scopedConnections, withOAuthInput, type OAuthProbe } from './oauth-inputs.js'
+import { endedConnectionKeys, oauthDetailsFor, remoteOf, scopedConnections, withOAuthInput, type OAuthProbe } from './oauth-inputs.js'
 
 /** How long a member's list may be answered again unchanged (SQLite, nothing written meanwhile). */
 const MY_LIST_REUSE_MS = 1_000
@@ -384,31 +384,14 @@ export class InstallationService {
 
   // Parts
 
-  /**
-   * The oauth input's details for a remote target: kept from `current` when the resource is the
-   * same, declared by the catalogue's remote or the request (`auth: "oauth"`), else probed. Null
-   * for a package, a URL whose template cannot be filled in, or a server that does not ask.
-   * Errors in the request are left to the transaction, which reports them.
-   */
-  private async oauthDetails(teamId: string, serverId: string, version: string | undefined, target: InstallationTarget | undefined,
+  /** The oauth input's details for a remote target (see oauthDetailsFor); request errors are left to the transaction. */
+  private oauthDetails(teamId: string, serverId: string, version: string | undefined, target: InstallationTarget | undefined,
     values: Record<string, string | null>, auth: 'oauth' | undefined, current: readonly InstallationInput[]): Promise<OAuthInputDetails | null> {
-    const probe = this.deps.oauth
-    if (probe === undefined) return null
-    let remote: ReturnType<typeof remoteOf>
-    try {
-      const db = this.deps.database.db
-      const server = await this.installableServer(serverId, teamId, db)
-      const row = await this.installableVersion(server, version, db)
-      remote = remoteOf(server, row, deriveTarget(server, row, target, [], true).target, values)
-    } catch {
-      return null
-    }
-    if (remote === null || remote.url === null) return null
-    const resource = probe.canonical(remote.url)
-    const kept = current.find((input) => input.kind === 'oauth' && input.oauth?.resource === resource)?.oauth
-    if (kept !== undefined) return kept
-    if (auth === 'oauth' || remote.oauth) return { resource, resource_metadata: null, scopes: [] }
-    return probe.probe(remote.url)
+    return oauthDetailsFor(this.deps.oauth, async () => {
+      const server = await this.installableServer(serverId, teamId, this.deps.database.db)
+      const row = await this.installableVersion(server, version, this.deps.database.db)
+      return remoteOf(server, row, deriveTarget(server, row, target, [], true).target, values)
+    }, auth, current)
   }
 
   private async views(rows: InstallationDetail[], userId: string): Promise<InstallationView[]> {
