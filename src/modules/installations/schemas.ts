@@ -32,6 +32,14 @@ const UserScoped = Type.Array(InputKey, {
   maxItems: 100, uniqueItems: true,
   description: 'The keys each member sets for themselves (a personal token, say); every other input is set once for the team.',
 })
+const Auth = Type.Literal('oauth', {
+  description: 'The remote server asks for OAuth sign-in (MCP authorization): the installation gets an input of kind `oauth` without probing the server. ' +
+    'Without it, an installation of a remote target probes the server once (an unauthenticated `initialize`, 3 s at most); a 401 with a Bearer challenge adds the input, anything else adds nothing.',
+})
+const TeamConnections = Type.Array(Type.String({ minLength: 7, maxLength: 2100, pattern: '^oauth:\\S' }), {
+  maxItems: 20, uniqueItems: true,
+  description: 'The oauth inputs connected once for the whole team by a team admin (scope `team`); every other oauth input is connected by each member for themselves.',
+})
 const Values = Type.Record(Type.String({ maxLength: 300 }), Type.Union([ValueText, Type.Null()]), {
   maxProperties: 200,
   description: 'Input key → value (text, whatever the format); `null` unsets. Every key is checked before anything is written.',
@@ -41,7 +49,7 @@ const Values = Type.Record(Type.String({ maxLength: 300 }), Type.Union([ValueTex
 
 export const InputView = Type.Object({
   key: Type.String({ description: 'Stable while the document is: `env:NAME`, `arg:--flag` or `arg:<valueHint>`, `header:Name`, `urlvar:name`; a template variable of an entry is `<entry key>{<variable>}`.' }),
-  kind: Type.Union([Type.Literal('env'), Type.Literal('arg'), Type.Literal('header'), Type.Literal('urlvar')]),
+  kind: Type.Union([Type.Literal('env'), Type.Literal('arg'), Type.Literal('header'), Type.Literal('urlvar'), Type.Literal('oauth')], { description: '`oauth`: a connection to the remote server (an account at its authorization server), made with the connect flow rather than set as a value.' }),
   description: Type.String(),
   required: Type.Boolean(),
   secret: Type.Boolean({ description: 'A secret value is write-only: it is never shown again, only `is_set`.' }),
@@ -187,6 +195,8 @@ export const CreateInstallationBody = Type.Object({
   values: Type.Optional(Values),
   desired: Type.Optional(Desired),
   network: Type.Optional(Network),
+  auth: Type.Optional(Auth),
+  team_connections: Type.Optional(TeamConnections),
 }, {
   ...closed,
   examples: [{ server_id: 'github', user_scoped: ['env:GITHUB_PERSONAL_ACCESS_TOKEN'], values: { 'env:GITHUB_TOOLSETS': 'repos,issues' } }],
@@ -202,6 +212,8 @@ export const UpdateInstallationBody = Type.Object({
   desired: Type.Optional(Desired),
   user_scoped: Type.Optional(UserScoped),
   network: Type.Optional(Network),
+  auth: Type.Optional(Auth),
+  team_connections: Type.Optional(TeamConnections),
 }, { ...closed, minProperties: 1, examples: [{ version: '1.3.0', track_latest: false }, { desired: 'stopped' }] })
 export type UpdateInstallationBody = Static<typeof UpdateInstallationBody>
 
