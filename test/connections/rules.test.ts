@@ -129,6 +129,14 @@ describe.each(DIALECTS)('connections: the outbound guard, bad input and permissi
     expect(seen).toEqual(outcomes)
   })
 
+  it('a catalogue remote that says auth: "oauth" gets the input without asking the server', async () => {
+    const serverId = await remoteServer(call, admin, `Declared ${dialect}`, `${rs.url.replace('/mcp', '/open')}`, 'oauth')
+    const read = await send('GET', `/api/mcp/servers/${serverId}`, admin)
+    expect(read.json().data.server.remotes[0]).toMatchObject({ auth: 'oauth' })
+    const installed = await install(call, crew.team.id, crew.teamAdmin, { server_id: serverId, name: 'catalogue-declared' })
+    expect(installed.inputs.filter((input) => input.kind === 'oauth')).toMatchObject([{ key: `oauth:${rs.url.replace('/mcp', '/open')}`, scope: 'user' }])
+  })
+
   it('keeps the oauth input when the installation follows a new version of its server', async () => {
     const serverId = await remoteServer(call, admin, `Followed ${dialect}`, rs.url)
     const installed = await install(call, crew.team.id, crew.teamAdmin, { server_id: serverId, name: 'followed' })
