@@ -38,6 +38,9 @@ import { ServerJsonExporter } from './modules/registry/exporter.js'
 import { CatalogueImporter, type RegistryImporter } from './modules/registry/importer.js'
 import { syncStateRepository } from './modules/registry/sync-state.js'
 import { RegistrySync, SYNC_MAX_BYTES, SYNC_TIMEOUT_MS, UPSTREAM_URL_SETTING } from './modules/registry/sync.js'
+import { connectionStatuses } from './db/repositories/connection-statuses.js'
+import { RefreshGrant } from './modules/connections/refresh-grant.js'
+import { ConnectionRefresher } from './modules/connections/refresher.js'
 import { RegistrySyncSchedule } from './modules/registry/sync-schedule.js'
 import { MailService, type MailLogger } from './modules/mail/service.js'
 import { Metrics } from './modules/metrics/service.js'
@@ -101,6 +104,8 @@ export interface Services {
   registrySync: RegistrySync
   /** Runs the sync every `catalogue.registry_sync_interval_minutes`; started and stopped by the database lifecycle. */
   registrySyncSchedule: RegistrySyncSchedule
+  /** Refreshes OAuth connections' tokens before they expire; started and stopped by the lifecycle. */
+  connectionRefresher: ConnectionRefresher
   /** A server as an MCP Registry server.json document. */
   serverJsonExporter: ServerJsonExporter
   registrationTokens: RegistrationTokens
@@ -147,6 +152,8 @@ export interface ServiceOptions {
   metrics?: Metrics
   /** How often the scheduled registry sync looks whether a run is due (default every minute); tests look more often. */
   registrySyncCheckMs?: number
+  /** How often the connection refresher looks for tokens due (default every 15 s); tests look more often. */
+  connectionRefreshMs?: number
 }
 
 /** Requests to addresses third parties choose (client metadata documents); tests trust their own CA and shorten the timeout. */
@@ -159,7 +166,7 @@ export interface OutboundOverrides {
   resolveHost?: OutboundOptions['resolveHost']
 }
 
-export async function createServices(database: Database, { config, clock, log, limits: limitOverrides, credentials, outbound, pluginSettings, metrics = new Metrics(), registrySyncCheckMs }: ServiceOptions): Promise<Services> {
+export async function createServices(database: Database, { config, clock, log, limits: limitOverrides, credentials, outbound, pluginSettings, metrics = new Metrics(), registrySyncCheckMs, connectionRefreshMs }: ServiceOptions): Promise<Services> {
   const settings = new SettingsService({
     repository: settingsRepository(database),
     box: createSecretBox(deriveKey(config.encryptionSecret, 'settings-encryption')),
@@ -230,6 +237,7 @@ export async function createServices(database: Database, { config, clock, log, l
     database, installations: installationsRepository(database), servers, versions: serverVersionsRepository(database),
     satellites: satellitesRepository(database), teams, stamps, channel: channelRepository(database), box: valueBox, audit, clock,
     oauth: { probe: (url) => discovery.probe(url), canonical: canonicalResource }, endConnections: endingsLater,
+    connectionStatuses: connectionStatuses(database),
     placementRules: async () => ({
       teamServersOnGlobal: await settings.get('global.team_servers_on_global_satellites'),
       quotaPerGlobalSatellite: await settings.get('global.team_quota_per_global_satellite'),
@@ -242,6 +250,7 @@ export async function createServices(database: Database, { config, clock, log, l
   const channel = new Channel({
     database, channel: channelRepository(database), satellites: satellitesRepository(database), stamps, box: valueBox,
     specKey: deriveKey(config.encryptionSecret, 'spec-hash'), audit, clock, log,
+    connections: { connections: connectionRows, tokens: connectionTokens },
   })
   const follower = new CatalogueFollower({ installations: installationsRepository(database), servers, versions: serverVersionsRepository(database), stamps, box: valueBox, audit, clock })
   const serverService = new ServerService({
@@ -289,6 +298,10 @@ export async function createServices(database: Database, { config, clock, log, l
     registryImporter,
     registrySync,
     registrySyncSchedule: new RegistrySyncSchedule({ sync: registrySync, settings, state: syncState, clock, log, everyMs: registrySyncCheckMs }),
+    connectionRefresher: new ConnectionRefresher({
+      database, connections: connectionRows, stamps, tokens: connectionTokens, audit, clock, log, everyMs: connectionRefreshMs,
+      grant: new RefreshGrant({ discovery, registration: upstreamRegistration }),
+    }),
     serverJsonExporter: new ServerJsonExporter({ serverService, versions: serverVersionsRepository(database), publicUrl: config.publicUrl }),
     database, settings, mail, users, teams, auditEvents, audit, passwords, sessions, accounts, emailFlows, limits,
     administration: new UserAdministration({ database, users, teamService, audit, clock, endConnections: endingsLater }),

@@ -2,11 +2,13 @@ import { createHash, createHmac } from 'node:crypto'
 import type { ChannelRepository, PlacedInstallation, UnresolvedRecord } from '../../db/repositories/channel.js'
 import type { ValueRow } from '../../db/repositories/installations.js'
 import { inputSourceOf } from '../installations/inputs.js'
-import { resolveLaunch, type Launch } from '../installations/launch.js'
+import { resolveLaunch, type Launch, type SecretPlacement } from '../installations/launch.js'
 import type { ValueBox } from '../installations/sealed-values.js'
 import { sealerFor } from '../satellites/sealing.js'
 import { keyFingerprint } from '../satellites/fingerprint.js'
 import { usableOn } from '../installations/own-values.js'
+import { bearerOf, maskedValuesOf, withRotating } from '../installations/rotating.js'
+import { LiveConnections, oauthInputsOf, type ConnectionSource } from './live-connections.js'
 
 /**
  * A satellite's desired-state document: every instance it must run, complete. Built from the
@@ -29,8 +31,15 @@ export interface InstanceDocument {
   spec_hash: string
   restart_generation: number
   launch: Launch
-  secrets: Array<{ target: string; sealed: string }>
+  secrets: SealedSecret[]
   disabled_tools: string[]
+}
+
+/** A secret sealed for the satellite; `rotating` ones are renewed in place (see rotating.ts). */
+export interface SealedSecret {
+  target: string
+  sealed: string
+  rotating?: true
 }
 
 export interface DesiredDocument {
@@ -53,6 +62,11 @@ export interface InstanceFacts {
    * (a process started with a rotated secret may still print the old one until it restarts).
    */
   maskedValues: string[]
+  /**
+   * An HMAC over the instance's rotating secret values ('' when it has none): their values are
+   * out of spec_hash, so this is what tells the document (its revision) and the sealing that one changed.
+   */
+  rotation: string
 }
 
 /**
@@ -67,6 +81,8 @@ export interface BuildDeps {
   specKey: Buffer
   /** Where an unexpected failure to resolve one instance is logged (ids only, never a value). */
   log?: { error(object: object, message: string): void }
+  /** The OAuth connections whose access tokens instances send (absent: none is used). */
+  connections?: ConnectionSource
 }
 
 export interface BuiltDocument {
@@ -90,10 +106,13 @@ export const instanceIdOf = (installationId: string, userId: string | null): str
 /**
  * Builds a document. The spec hash of an instance is an HMAC (keyed by ENCRYPTION_SECRET) over
  * everything it runs, secret values included: it changes when a secret does, yet says nothing
- * about one. The revision is a hash of the instances' ids and spec hashes, so it changes exactly
- * when what the satellite must run does. Sealing is randomized; an instance whose spec hash is the
- * one it had in `before`, sealed to the same key, keeps the sealed text it had there (its secret
- * values are the same), so only the secrets of changed instances are sealed again.
+ * about one. Rotating secrets (rotating.ts) are the exception: their targets are in the spec hash,
+ * their values are not (a renewed access token restarts nothing); an HMAC of their values (the
+ * instance's `rotation`) goes into the revision instead. The revision is a hash of the instances'
+ * ids, spec hashes and rotations, so it changes exactly when what the satellite must run or send
+ * does. Sealing is randomized; an instance whose spec hash is the one it had in `before`, sealed to
+ * the same key, keeps the sealed text it had there (its secret values are the same) — its rotating
+ * secrets too while its rotation is the same — so only changed secrets are sealed again.
  *
  * Each instance is resolved on its own (instancesOf): one that cannot be is left out and listed in
  * `unresolved`, so that one team's broken entry never keeps the document — every other team's
@@ -110,9 +129,10 @@ export async function buildDocument(
   const sealing = { type: satellite.satelliteType, publicKey: satellite.publicKey }
   const fingerprint = keyFingerprint(satellite.publicKey)
   const usable = (row: ValueRow) => row.userId === null || usableOn({ held: row.value !== null || row.sealed !== null, approvedKey: row.approvedKey }, sealing, fingerprint)
-  const [values, members] = await Promise.all([
+  const [values, members, live] = await Promise.all([
     deps.channel.valuesOf(ids).then((rows) => rows.filter(usable)),
     deps.channel.membersOf([...new Set(placed.map((row) => row.installation.teamId))]),
+    LiveConnections.read(deps.connections, placed),
   ])
   const byInstallation = new Map<string, ValueRow[]>()
   for (const row of values) byInstallation.set(row.installationId, [...(byInstallation.get(row.installationId) ?? []), row])
@@ -123,26 +143,36 @@ export async function buildDocument(
   const facts = new Map<string, InstanceFacts>()
   const unresolved: UnresolvedInstance[] = []
   for (const row of placed) {
-    const instances = instancesOf(row, byInstallation.get(row.installation.id) ?? [], members.get(row.installation.teamId) ?? [], deps)
+    const instances = instancesOf(row, byInstallation.get(row.installation.id) ?? [], members.get(row.installation.teamId) ?? [], live, deps)
     unresolved.push(...instances.unresolved)
     for (const built of instances.built) {
       // A satellite without a key is given no instance that has secrets (they could not reach it sealed).
       if (built.secrets.length > 0 && sealer === null) continue
-      const unchanged = sealedBefore.get(built.document.instance_id)
-      const sealed = unchanged?.spec_hash === built.document.spec_hash
-        ? Promise.resolve(unchanged.secrets)
-        // The secrets are sealed at once: the X25519 of each runs on Node's thread pool.
-        : Promise.all(built.secrets.map(async (secret) => ({ target: secret.target, sealed: await sealer!.seal(built.document.instance_id, secret.target, secret.value) })))
+      const instanceId = built.document.instance_id
+      const unchanged = sealedBefore.get(instanceId)
+      const sameSpec = unchanged?.spec_hash === built.document.spec_hash
+      const sameRotation = sameSpec && before?.instances.get(instanceId)?.rotation === built.rotation
+      const kept = new Map((sameSpec ? unchanged.secrets : []).map((secret) => [secret.target, secret]))
+      // The secrets are sealed at once: the X25519 of each runs on Node's thread pool.
+      const sealed = Promise.all(built.secrets.map(async (secret): Promise<SealedSecret> => {
+        const reused = secret.rotating === true && !sameRotation ? undefined : kept.get(secret.target)
+        if (reused !== undefined) return reused
+        const text = await sealer!.seal(instanceId, secret.target, secret.value)
+        return secret.rotating === true ? { target: secret.target, sealed: text, rotating: true } : { target: secret.target, sealed: text }
+      }))
       pending.push(sealed.then((secrets) => ({ ...built.document, secrets })))
-      facts.set(built.document.instance_id, {
+      facts.set(instanceId, {
         installationId: row.installation.id, userId: built.document.user_id, specHash: built.document.spec_hash,
-        specRevision: row.installation.specRevision, secretValues: built.secrets.map((secret) => secret.value),
-        maskedValues: built.secrets.map((secret) => secret.value),
+        specRevision: row.installation.specRevision, secretValues: maskedValuesOf(built.secrets),
+        maskedValues: maskedValuesOf(built.secrets), rotation: built.rotation,
       })
     }
   }
   const instances = await Promise.all(pending)
-  const revision = createHash('sha256').update(JSON.stringify(instances.map((instance) => [instance.instance_id, instance.spec_hash]))).digest('base64url').slice(0, 27)
+  const revision = createHash('sha256').update(JSON.stringify(instances.map((instance) => {
+    const rotation = facts.get(instance.instance_id)?.rotation ?? ''
+    return rotation === '' ? [instance.instance_id, instance.spec_hash] : [instance.instance_id, instance.spec_hash, rotation]
+  }))).digest('base64url').slice(0, 27)
   return {
     stamp: satellite.desiredStamp,
     publicKey: satellite.publicKey,
@@ -157,11 +187,21 @@ export async function buildDocument(
 
 interface BuiltInstance {
   document: Omit<InstanceDocument, 'secrets'>
-  secrets: Array<{ target: string; value: string }>
+  secrets: SecretPlacement[]
+  rotation: string
 }
 
 /** Why an instance could not be resolved; thrown inside one instance's resolution only. */
 class Unresolvable extends Error {}
+
+/** A connection's access token in the clear; tokens that do not open fail the instance, not the document. */
+function accessTokenOf(row: Parameters<LiveConnections['accessToken']>[0], key: string, live: LiveConnections): string {
+  try {
+    return live.accessToken(row)
+  } catch {
+    throw new Unresolvable(`The stored tokens of the connection ${key} could not be decrypted (was ENCRYPTION_SECRET changed without npm run secret:rotate?); connect again.`)
+  }
+}
 
 /** A value in the clear; a value that does not open fails its instance, not the document. */
 function opened(row: ValueRow, box: ValueBox): string {
@@ -179,14 +219,24 @@ function opened(row: ValueRow, box: ValueBox): string {
  * Each instance is resolved on its own: one that cannot be (its target gone from the version, a
  * runtime rule broken, a value that does not decrypt) is listed in `unresolved` with why, and
  * the others are built.
+ *
+ * An oauth input is no value but a connection: a team-scoped one needs the team's live
+ * connection (without it there is no instance at all), a user-scoped one makes the installation
+ * per-user and each member needs their own (a member without one gets no instance, as with an
+ * unset value). The first oauth input's access token is the instance's rotating
+ * `header:Authorization`. Such instances are simply absent: their status reads `needs_auth`.
  */
-function instancesOf(placed: PlacedInstallation, values: ValueRow[], members: string[], deps: BuildDeps): { built: BuiltInstance[]; unresolved: UnresolvedInstance[] } {
+function instancesOf(
+  placed: PlacedInstallation, values: ValueRow[], members: string[], live: LiveConnections, deps: BuildDeps,
+): { built: BuiltInstance[]; unresolved: UnresolvedInstance[] } {
   const { installation, server, version } = placed
   const out: { built: BuiltInstance[]; unresolved: UnresolvedInstance[] } = { built: [], unresolved: [] }
   const teamRows = values.filter((row) => row.userId === null)
   const teamKeys = new Set(teamRows.map((row) => row.key))
-  const required = installation.inputs.filter((input) => input.required && input.default === undefined)
+  const required = installation.inputs.filter((input) => input.required && input.default === undefined && input.kind !== 'oauth')
   if (required.some((input) => input.scope === 'team' && !teamKeys.has(input.key))) return out
+  const oauth = oauthInputsOf(installation.inputs)
+  if (oauth.some((input) => input.scope === 'team' && live.of(installation.id, input, null) === undefined)) return out
   const perUser = installation.inputs.some((input) => input.scope === 'user')
   const owners: Array<string | null> = perUser ? members : [null]
   const source = inputSourceOf({ serverJson: version.serverJson, packages: version.packages ?? server.packages, remotes: version.remotes ?? server.remotes })
@@ -194,21 +244,29 @@ function instancesOf(placed: PlacedInstallation, values: ValueRow[], members: st
   for (const userId of owners) {
     const own = userId === null ? [] : values.filter((row) => row.userId === userId)
     if (userId !== null && required.some((input) => input.scope === 'user' && !own.some((row) => row.key === input.key))) continue
+    const connections = oauth.map((input) => live.of(installation.id, input, userId))
+    if (connections.some((row) => row === undefined)) continue
     const instanceId = instanceIdOf(installation.id, userId)
     const fail = (reason: string) => out.unresolved.push({ instanceId, installationId: installation.id, userId, specRevision: installation.specRevision, reason })
     try {
       team ??= new Map(teamRows.map((row) => [row.key, opened(row, deps.box)]))
       const mine = new Map(team)
       for (const row of own) mine.set(row.key, opened(row, deps.box))
-      const resolved = resolveLaunch(source, { kind: installation.targetKind, index: installation.targetIndex }, installation.transport, installation.inputs, mine, server.visibility)
-      if (!resolved.ok) {
-        fail(resolved.reason)
+      const launched = resolveLaunch(source, { kind: installation.targetKind, index: installation.targetIndex }, installation.transport, installation.inputs, mine, server.visibility)
+      if (!launched.ok) {
+        fail(launched.reason)
         continue
       }
+      const first = connections[0]
+      const resolved = first === undefined ? launched : withRotating(launched, [bearerOf(accessTokenOf(first, oauth[0]!.key, live))])
+      const secrets = [...resolved.secrets].sort((a, b) => (a.target < b.target ? -1 : 1))
+      const rotating = secrets.filter((secret) => secret.rotating === true)
       const spec = {
         instance_id: instanceId, launch: resolved.launch, desired: installation.desired, network: installation.network, restart_generation: installation.restartGeneration,
-        secrets: [...resolved.secrets].sort((a, b) => (a.target < b.target ? -1 : 1)).map((secret) => [secret.target, secret.value]),
+        secrets: secrets.filter((secret) => secret.rotating !== true).map((secret) => [secret.target, secret.value]),
+        ...(rotating.length === 0 ? {} : { rotating: rotating.map((secret) => secret.target) }),
       }
+      const rotation = rotating.length === 0 ? '' : createHmac('sha256', deps.specKey).update(JSON.stringify([instanceId, rotating.map((secret) => [secret.target, secret.value])])).digest('base64url')
       out.built.push({
         document: {
           instance_id: instanceId, installation_id: installation.id, team_id: installation.teamId, user_id: userId, name: installation.name,
@@ -217,6 +275,7 @@ function instancesOf(placed: PlacedInstallation, values: ValueRow[], members: st
           restart_generation: installation.restartGeneration, launch: resolved.launch, disabled_tools: [],
         },
         secrets: resolved.secrets,
+        rotation,
       })
     } catch (error) {
       if (error instanceof Unresolvable) {
