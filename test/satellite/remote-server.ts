@@ -4,7 +4,7 @@
  * the older HTTP+SSE transport at `/sse` (+ `/messages`), a failure at `/fail` (HTTP 500 with a
  * body holding a marker), answers that are not MCP at `/garbage` (HTML said to be JSON) and
  * `/rpc-error` (a JSON-RPC error quoting the marker), a redirect at `/redirect`, and at `/refusing`
- * a stateless server whose one tool, `refuse`, is answered with a JSON-RPC error (REFUSAL). It records every request it receives and
+ * a stateless server whose one tool, `refuse`, is answered with a JSON-RPC error (REFUSAL). It records every request it receives (with its Authorization) and
  * counts the event streams it holds open.
  */
 import { randomUUID } from 'node:crypto'
@@ -19,8 +19,8 @@ import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema } from '@model
 export interface RemoteServer {
   port: number
   url(path: string): string
-  /** Every request received, in order. */
-  requests: Array<{ method: string; path: string; host: string | undefined }>
+  /** Every request received, in order, with the Authorization header it carried. */
+  requests: Array<{ method: string; path: string; host: string | undefined; authorization: string | undefined }>
   /** Event streams (GET) open right now. */
   openStreams(): number
   /** Adds a tool to every connected session: each is told its list changed. */
@@ -80,7 +80,7 @@ export async function startRemoteServer(options: RemoteServerOptions = {}): Prom
 
   async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const url = new URL(request.url ?? '/', 'http://remote')
-    requests.push({ method: request.method ?? 'GET', path: url.pathname, host: request.headers.host })
+    requests.push({ method: request.method ?? 'GET', path: url.pathname, host: request.headers.host, authorization: request.headers.authorization })
     if (request.method === 'GET') {
       streams += 1
       response.once('close', () => (streams -= 1))

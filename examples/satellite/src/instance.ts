@@ -2,6 +2,9 @@
  * One instance the backend placed on this satellite, kept in line with what the backend wants:
  * started when it should run, stopped when it should not, restarted when its spec (spec_hash)
  * or its restart generation changes, and started again with a growing delay after a crash.
+ * A rotating secret (`rotating: true`, left out of spec_hash: an OAuth access token the backend
+ * refreshed) is swapped in place: a remote server's headers change from the next request on, and
+ * nothing restarts.
  *
  * Changes arrive at any time (each desired-state document); the work they cause runs one step
  * at a time per instance, and each step re-reads the latest spec, so a burst of documents ends
@@ -13,6 +16,7 @@ import type { EgressRule } from './egress.js'
 import { Isolation } from './isolation.js'
 import { LaunchError, packageCommand, remoteTarget, type Secrets } from './launch.js'
 import type { SecretOpener } from './key-ring.js'
+import { LiveHeaders } from './live-headers.js'
 import { mask, maskedForms } from './masking.js'
 import type { Instance, ObservedInstance, Phase } from './types.js'
 import { openTransport, Upstream, type TransportWatch } from './upstream.js'
@@ -62,6 +66,10 @@ export class ManagedInstance {
   private work: Promise<void> = Promise.resolve()
   /** The opened secret values of the current spec and their encoded forms (masking.ts). */
   private secretForms: string[] = []
+  /** A running remote server's headers, shared by every connection to it (live-headers.ts). */
+  private headers: LiveHeaders | undefined
+  /** The sealed rotating secrets the running upstream's headers were last built from. */
+  private rotatingApplied = ''
 
   constructor(public spec: Instance, private readonly options: InstanceOptions) {}
 
@@ -134,7 +142,7 @@ export class ManagedInstance {
       const spec = this.spec
       const key = keyOf(spec)
       if (this.upstream !== undefined) {
-        if (this.wanted() && this.upstreamKey === key) return
+        if (this.wanted() && this.upstreamKey === key) return this.swapRotating(spec)
         await this.halt(this.wanted())
         continue
       }
@@ -162,6 +170,7 @@ export class ManagedInstance {
     try {
       const secrets = await this.options.keys.openAll(spec.instance_id, spec.secrets)
       this.secretForms = maskedForms(secrets.values())
+      this.rotatingApplied = rotatingOf(spec)
       upstream = await this.upstreamFor(spec, secrets)
       await upstream.connect(this.options.startTimeoutMs, controller.signal)
       if (controller.signal.aborted) throw new Error('stopped while starting')
@@ -199,7 +208,8 @@ export class ManagedInstance {
       if (spec.network === 'none') throw new LaunchError('a remote server cannot run with network "none"')
       const target = remoteTarget(launch, secrets)
       this.event(`connecting to ${new URL(target.url).origin} (${target.transport})`)
-      return Upstream.remote(target, events, this.options.egress ?? SHARED_SATELLITE_EGRESS)
+      this.headers = new LiveHeaders(target.headers)
+      return Upstream.remote(target, this.headers, events, this.options.egress ?? SHARED_SATELLITE_EGRESS)
     }
     const isolation = await this.isolation()
     // Refused before anything is read or written for it: no sandbox, no start.
@@ -208,6 +218,28 @@ export class ManagedInstance {
     const child = await isolation.child(command, spec.instance_id, spec.network ?? 'full')
     this.event(`starting ${command.description}${isolation.enforced === 'none' ? ', not sandboxed (ISOLATION=none)' : ' in its sandbox'}`)
     return Upstream.process(child, events)
+  }
+
+  /**
+   * The running upstream's spec is unchanged but its rotating secrets may not be: the headers
+   * every connection to the remote server reads are rebuilt from the new values. Only the
+   * rotating secrets are compared (their sealed text changes exactly when the backend seals a new
+   * value). A value that does not open leaves the headers as they were and says so.
+   */
+  private async swapRotating(spec: Instance): Promise<void> {
+    const rotating = rotatingOf(spec)
+    if (rotating === this.rotatingApplied) return
+    this.rotatingApplied = rotating
+    if (spec.launch.kind !== 'remote' || this.headers === undefined) return
+    try {
+      const secrets = await this.options.keys.openAll(spec.instance_id, spec.secrets)
+      // The values before stay masked: a line about a request sent just before may still hold one.
+      this.secretForms = [...new Set([...maskedForms(secrets.values()), ...this.secretForms])].sort((a, b) => b.length - a.length)
+      this.headers.replace(remoteTarget(spec.launch, secrets).headers)
+      this.event('rotating secrets renewed: the next requests to the server carry the new values')
+    } catch (error) {
+      this.event(`the renewed rotating secrets could not be applied (${error instanceof Error ? error.message : String(error)}); the previous values stay in use`)
+    }
   }
 
   private isolation(): Promise<Isolation> {
@@ -275,4 +307,9 @@ export class ManagedInstance {
 
 function keyOf(spec: Instance): string {
   return `${spec.spec_hash}/${spec.restart_generation}`
+}
+
+/** The rotating secrets of a spec as they were sealed: what tells a renewed value. */
+function rotatingOf(spec: Instance): string {
+  return JSON.stringify(spec.secrets.filter((secret) => secret.rotating === true).map((secret) => [secret.target, secret.sealed]))
 }

@@ -30,6 +30,11 @@ export interface SealedSecret {
   target: string
   /** base64url of HPKE `enc || ciphertext`. */
   sealed: string
+  /**
+   * A value the backend renews while the instance runs (an OAuth access token): left out of
+   * spec_hash, so a new one is swapped in place rather than restarting anything.
+   */
+  rotating?: true
 }
 
 export interface Instance {

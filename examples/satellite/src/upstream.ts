@@ -19,6 +19,7 @@ import {
 import { ChildTransport, type ChildSpawn, type ExitInfo } from './child-transport.js'
 import { guardedFetch, type EgressRule } from './egress.js'
 import type { RemoteTarget } from './launch.js'
+import { withLiveHeaders, type LiveHeaders } from './live-headers.js'
 import { ExchangeRecord } from './remote-failures.js'
 
 export const SATELLITE_VERSION = '0.1.0'
@@ -37,11 +38,13 @@ export type ListChange = 'tools' | 'resources' | 'prompts'
 
 /**
  * Where an instance's server is reached: a process to start, or a remote server. The instance's
- * own connection and each client session's connection are opened from the same source.
+ * own connection and each client session's connection are opened from the same source; for a
+ * remote server they share its `headers`, read at every request (a rotating secret is swapped
+ * there while everything keeps running).
  */
 export type UpstreamSource =
   | { kind: 'process'; child: ChildSpawn }
-  | { kind: 'remote'; target: RemoteTarget; egress: EgressRule }
+  | { kind: 'remote'; target: Omit<RemoteTarget, 'headers'>; egress: EgressRule; headers: LiveHeaders }
 
 export interface TransportWatch {
   /** Sees each exchange with a remote server (what its failures may say). */
@@ -81,9 +84,9 @@ function requestIdsOf(body: unknown): RequestId[] {
  */
 export function openTransport(source: UpstreamSource, onLine: (stream: 'stdout' | 'stderr', text: string) => void, watch: TransportWatch = {}): Transport {
   if (source.kind === 'process') return new ChildTransport({ ...source.child, onLine })
-  const { target, egress } = source
-  const guarded = guardedFetch(egress, watch.observe ?? (() => undefined))
-  const options = { requestInit: { headers: target.headers }, fetch: watch.streamEnded === undefined ? guarded : watchingStreams(guarded, watch.streamEnded) }
+  const { target, egress, headers } = source
+  const guarded = withLiveHeaders(guardedFetch(egress, watch.observe ?? (() => undefined)), headers)
+  const options = { fetch: watch.streamEnded === undefined ? guarded : watchingStreams(guarded, watch.streamEnded) }
   return target.transport === 'sse'
     ? new SSEClientTransport(new URL(target.url), options)
     : new StreamableHTTPClientTransport(new URL(target.url), options)
@@ -121,11 +124,11 @@ export class Upstream {
 
   /**
    * Connects to a remote server, within `egress` (egress.ts); the headers are the instance's,
-   * never a client's.
+   * never a client's, and are read from `headers` at each request.
    */
-  static remote(target: RemoteTarget, events: UpstreamEvents, egress: EgressRule): Upstream {
+  static remote(target: Omit<RemoteTarget, 'headers'>, headers: LiveHeaders, events: UpstreamEvents, egress: EgressRule): Upstream {
     const exchanges = new ExchangeRecord()
-    const source: UpstreamSource = { kind: 'remote', target, egress }
+    const source: UpstreamSource = { kind: 'remote', target: { url: target.url, transport: target.transport }, egress, headers }
     return new Upstream(source, openTransport(source, events.line, { observe: exchanges.observe }), events, exchanges)
   }
 

@@ -2,7 +2,7 @@ import { createHash, createHmac } from 'node:crypto'
 import type { ChannelRepository, PlacedInstallation, UnresolvedRecord } from '../../db/repositories/channel.js'
 import type { ValueRow } from '../../db/repositories/installations.js'
 import { inputSourceOf } from '../installations/inputs.js'
-import { resolveLaunch, type Launch } from '../installations/launch.js'
+import { resolveLaunch, type Launch, type SecretPlacement } from '../installations/launch.js'
 import type { ValueBox } from '../installations/sealed-values.js'
 import { sealerFor } from '../satellites/sealing.js'
 import { keyFingerprint } from '../satellites/fingerprint.js'
@@ -29,8 +29,15 @@ export interface InstanceDocument {
   spec_hash: string
   restart_generation: number
   launch: Launch
-  secrets: Array<{ target: string; sealed: string }>
+  secrets: SealedSecret[]
   disabled_tools: string[]
+}
+
+/** A secret sealed for the satellite; `rotating` ones are renewed in place (see rotating.ts). */
+export interface SealedSecret {
+  target: string
+  sealed: string
+  rotating?: true
 }
 
 export interface DesiredDocument {
@@ -53,6 +60,11 @@ export interface InstanceFacts {
    * (a process started with a rotated secret may still print the old one until it restarts).
    */
   maskedValues: string[]
+  /**
+   * An HMAC over the instance's rotating secret values ('' when it has none): their values are
+   * out of spec_hash, so this is what tells the document (its revision) and the sealing that one changed.
+   */
+  rotation: string
 }
 
 /**
@@ -90,10 +102,13 @@ export const instanceIdOf = (installationId: string, userId: string | null): str
 /**
  * Builds a document. The spec hash of an instance is an HMAC (keyed by ENCRYPTION_SECRET) over
  * everything it runs, secret values included: it changes when a secret does, yet says nothing
- * about one. The revision is a hash of the instances' ids and spec hashes, so it changes exactly
- * when what the satellite must run does. Sealing is randomized; an instance whose spec hash is the
- * one it had in `before`, sealed to the same key, keeps the sealed text it had there (its secret
- * values are the same), so only the secrets of changed instances are sealed again.
+ * about one. Rotating secrets (rotating.ts) are the exception: their targets are in the spec hash,
+ * their values are not (a renewed access token restarts nothing); an HMAC of their values (the
+ * instance's `rotation`) goes into the revision instead. The revision is a hash of the instances'
+ * ids, spec hashes and rotations, so it changes exactly when what the satellite must run or send
+ * does. Sealing is randomized; an instance whose spec hash is the one it had in `before`, sealed to
+ * the same key, keeps the sealed text it had there (its secret values are the same) — its rotating
+ * secrets too while its rotation is the same — so only changed secrets are sealed again.
  *
  * Each instance is resolved on its own (instancesOf): one that cannot be is left out and listed in
  * `unresolved`, so that one team's broken entry never keeps the document — every other team's
@@ -128,21 +143,31 @@ export async function buildDocument(
     for (const built of instances.built) {
       // A satellite without a key is given no instance that has secrets (they could not reach it sealed).
       if (built.secrets.length > 0 && sealer === null) continue
-      const unchanged = sealedBefore.get(built.document.instance_id)
-      const sealed = unchanged?.spec_hash === built.document.spec_hash
-        ? Promise.resolve(unchanged.secrets)
-        // The secrets are sealed at once: the X25519 of each runs on Node's thread pool.
-        : Promise.all(built.secrets.map(async (secret) => ({ target: secret.target, sealed: await sealer!.seal(built.document.instance_id, secret.target, secret.value) })))
+      const instanceId = built.document.instance_id
+      const unchanged = sealedBefore.get(instanceId)
+      const sameSpec = unchanged?.spec_hash === built.document.spec_hash
+      const sameRotation = sameSpec && before?.instances.get(instanceId)?.rotation === built.rotation
+      const kept = new Map((sameSpec ? unchanged.secrets : []).map((secret) => [secret.target, secret]))
+      // The secrets are sealed at once: the X25519 of each runs on Node's thread pool.
+      const sealed = Promise.all(built.secrets.map(async (secret): Promise<SealedSecret> => {
+        const reused = secret.rotating === true && !sameRotation ? undefined : kept.get(secret.target)
+        if (reused !== undefined) return reused
+        const text = await sealer!.seal(instanceId, secret.target, secret.value)
+        return secret.rotating === true ? { target: secret.target, sealed: text, rotating: true } : { target: secret.target, sealed: text }
+      }))
       pending.push(sealed.then((secrets) => ({ ...built.document, secrets })))
-      facts.set(built.document.instance_id, {
+      facts.set(instanceId, {
         installationId: row.installation.id, userId: built.document.user_id, specHash: built.document.spec_hash,
         specRevision: row.installation.specRevision, secretValues: built.secrets.map((secret) => secret.value),
-        maskedValues: built.secrets.map((secret) => secret.value),
+        maskedValues: built.secrets.map((secret) => secret.value), rotation: built.rotation,
       })
     }
   }
   const instances = await Promise.all(pending)
-  const revision = createHash('sha256').update(JSON.stringify(instances.map((instance) => [instance.instance_id, instance.spec_hash]))).digest('base64url').slice(0, 27)
+  const revision = createHash('sha256').update(JSON.stringify(instances.map((instance) => {
+    const rotation = facts.get(instance.instance_id)?.rotation ?? ''
+    return rotation === '' ? [instance.instance_id, instance.spec_hash] : [instance.instance_id, instance.spec_hash, rotation]
+  }))).digest('base64url').slice(0, 27)
   return {
     stamp: satellite.desiredStamp,
     publicKey: satellite.publicKey,
@@ -157,7 +182,8 @@ export async function buildDocument(
 
 interface BuiltInstance {
   document: Omit<InstanceDocument, 'secrets'>
-  secrets: Array<{ target: string; value: string }>
+  secrets: SecretPlacement[]
+  rotation: string
 }
 
 /** Why an instance could not be resolved; thrown inside one instance's resolution only. */
@@ -205,10 +231,14 @@ function instancesOf(placed: PlacedInstallation, values: ValueRow[], members: st
         fail(resolved.reason)
         continue
       }
+      const secrets = [...resolved.secrets].sort((a, b) => (a.target < b.target ? -1 : 1))
+      const rotating = secrets.filter((secret) => secret.rotating === true)
       const spec = {
         instance_id: instanceId, launch: resolved.launch, desired: installation.desired, network: installation.network, restart_generation: installation.restartGeneration,
-        secrets: [...resolved.secrets].sort((a, b) => (a.target < b.target ? -1 : 1)).map((secret) => [secret.target, secret.value]),
+        secrets: secrets.filter((secret) => secret.rotating !== true).map((secret) => [secret.target, secret.value]),
+        ...(rotating.length === 0 ? {} : { rotating: rotating.map((secret) => secret.target) }),
       }
+      const rotation = rotating.length === 0 ? '' : createHmac('sha256', deps.specKey).update(JSON.stringify([instanceId, rotating.map((secret) => [secret.target, secret.value])])).digest('base64url')
       out.built.push({
         document: {
           instance_id: instanceId, installation_id: installation.id, team_id: installation.teamId, user_id: userId, name: installation.name,
@@ -217,6 +247,7 @@ function instancesOf(placed: PlacedInstallation, values: ValueRow[], members: st
           restart_generation: installation.restartGeneration, launch: resolved.launch, disabled_tools: [],
         },
         secrets: resolved.secrets,
+        rotation,
       })
     } catch (error) {
       if (error instanceof Unresolvable) {

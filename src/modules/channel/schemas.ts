@@ -56,6 +56,10 @@ export const InstanceDocument = Type.Object({
   secrets: Type.Array(Type.Object({
     target: Type.String({ description: '`env:NAME`, `arg:<key>`, `header:<Name>` or `urlvar:<name>`.' }),
     sealed: Type.String({ description: 'HPKE (RFC 9180) base mode, DHKEM(X25519, HKDF-SHA256), HKDF-SHA256, AES-256-GCM, info `service-satellite-secret`, aad `<instance_id>\\n<target>`; base64url of the 32-byte encapsulated key followed by the ciphertext.' }),
+    rotating: Type.Optional(Type.Literal(true, {
+      description: 'A value renewed while the instance runs (the access token of an OAuth connection, as `header:Authorization`). ' +
+        'Its value is left out of `spec_hash`: a renewal changes the document\'s `revision` and this sealed text only, and the satellite swaps the value in place for the requests that follow, restarting nothing.',
+    })),
   })),
   disabled_tools: Type.Array(Type.String()),
 })

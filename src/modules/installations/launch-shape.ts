@@ -31,6 +31,11 @@ export type Launch = PackageLaunch | RemoteLaunch
 export interface SecretPlacement {
   target: string
   value: string
+  /**
+   * A value renewed while the instance runs (an OAuth access token): left out of spec_hash, so a
+   * new one reaches the satellite without restarting anything.
+   */
+  rotating?: true
 }
 
 export interface ResolvedLaunch {
