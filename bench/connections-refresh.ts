@@ -1,0 +1,280 @@
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { cpus, loadavg, tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { FastifyInstance } from 'fastify'
+import { buildApp } from '../src/app.js'
+import { loadConfig } from '../src/config.js'
+import { connectionTokensBox } from '../src/modules/connections/tokens-box.js'
+import { createTestDatabase } from '../test/helpers/database.js'
+
+/**
+ * `npm run bench:connections`: the refresher of upstream OAuth tokens at 10 000 connections, on
+ * SQLite and on PostgreSQL. Two instances of the service share one database (on SQLite one file,
+ * as two processes would); a share of the connections is due. Both instances' refreshers run their
+ * ticks side by side until nothing is due, against a token endpoint on loopback.
+ *
+ * The token endpoint is a small server of the bench's own, not a real authorization server: it
+ * answers the refresh-token grant (RFC 6749 §6) with a new access token and a rotated refresh
+ * token, and counts every use of every refresh token, so that a token refreshed twice (by both
+ * instances, or twice by one) shows as a reuse. A real authorization server (oidc-provider) costs
+ * several milliseconds per refresh of its own, which would be measured instead of the refresher;
+ * the connection tests use the real one.
+ *
+ * It reports, per dialect: every due token refreshed exactly once (none twice, none left), before
+ * its expiry, the not-due ones untouched; each instance's ticks (count, rows, time per tick p50/max);
+ * the wall time from the first tick to the last refresh and the refreshes per second.
+ *   BENCH_CONNECTIONS_TOTAL (default 10 000)   connections in the database
+ *   BENCH_CONNECTIONS_DUE   (default 2 000)    of them due now
+ */
+
+const TOTAL = Number(process.env.BENCH_CONNECTIONS_TOTAL ?? 10_000)
+const DUE = Number(process.env.BENCH_CONNECTIONS_DUE ?? 2_000)
+/** A due token expires this long after the bench starts refreshing: the refresh must come first. */
+const DUE_EXPIRY_MS = 120_000
+const SECRET = 'bench-connections-secret-0123456789-abcdefghijklmnop'
+const INSERT_CHUNK = 500
+
+interface TokenServer {
+  issuer: string
+  host: string
+  resource: string
+  /** Uses of each connection's refresh tokens: index → the times it was refreshed. */
+  refreshedAt: Map<number, number[]>
+  /** Refresh tokens presented after they had been used (a second refresh of the same token). */
+  reused: number
+  /** Refresh tokens the server never issued. */
+  unknown: number
+  requests: number
+  close(): Promise<void>
+}
+
+/**
+ * A loopback authorization server reduced to what the refresher uses: RFC 8414 metadata, and a
+ * token endpoint for `grant_type=refresh_token` from a public client. Refresh token `rt.<n>.<g>`
+ * belongs to connection n, generation g; only the current generation is accepted (rotation).
+ */
+async function startTokenServer(): Promise<TokenServer> {
+  const generation = new Map<number, number>()
+  const refreshedAt = new Map<number, number[]>()
+  const state = { reused: 0, unknown: 0, requests: 0 }
+  const http = createServer((request, response) => void handle(request, response))
+  await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve))
+  const host = `127.0.0.1:${(http.address() as AddressInfo).port}`
+  const issuer = `http://${host}`
+  const json = (response: ServerResponse, status: number, body: unknown) => {
+    response.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store' }).end(JSON.stringify(body))
+  }
+
+  async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    const chunks: Buffer[] = []
+    for await (const chunk of request as AsyncIterable<Buffer>) chunks.push(chunk)
+    const path = new URL(request.url ?? '/', issuer).pathname
+    if (path === '/.well-known/oauth-authorization-server' || path === '/.well-known/openid-configuration') {
+      return json(response, 200, {
+        issuer, token_endpoint: `${issuer}/token`, authorization_endpoint: `${issuer}/authorize`,
+        response_types_supported: ['code'], grant_types_supported: ['authorization_code', 'refresh_token'],
+        code_challenge_methods_supported: ['S256'], token_endpoint_auth_methods_supported: ['none'],
+      })
+    }
+    if (path === '/.well-known/oauth-protected-resource/mcp') {
+      return json(response, 200, { resource: `${issuer}/mcp`, authorization_servers: [issuer] })
+    }
+    if (path === '/mcp') {
+      response.writeHead(401, { 'www-authenticate': `Bearer resource_metadata="${issuer}/.well-known/oauth-protected-resource/mcp"` }).end()
+      return
+    }
+    if (path !== '/token' || request.method !== 'POST') return json(response, 404, { error: 'not_found' })
+    state.requests += 1
+    const form = new URLSearchParams(Buffer.concat(chunks).toString('utf8'))
+    const match = /^rt\.(\d+)\.(\d+)$/.exec(form.get('refresh_token') ?? '')
+    if (form.get('grant_type') !== 'refresh_token' || match === null) {
+      state.unknown += 1
+      return json(response, 400, { error: 'invalid_grant' })
+    }
+    const n = Number(match[1])
+    const presented = Number(match[2])
+    const current = generation.get(n) ?? 0
+    if (presented !== current) {
+      if (presented < current) state.reused += 1
+      else state.unknown += 1
+      return json(response, 400, { error: 'invalid_grant' })
+    }
+    generation.set(n, current + 1)
+    refreshedAt.set(n, [...(refreshedAt.get(n) ?? []), Date.now()])
+    return json(response, 200, {
+      access_token: `at.${n}.${current + 1}`, refresh_token: `rt.${n}.${current + 1}`,
+      token_type: 'Bearer', expires_in: 3600, scope: 'mcp',
+    })
+  }
+
+  return {
+    issuer, host, resource: `${issuer}/mcp`, refreshedAt,
+    get reused() { return state.reused },
+    get unknown() { return state.unknown },
+    get requests() { return state.requests },
+    close: () => new Promise<void>((resolve) => (http.closeAllConnections(), http.close(() => resolve()))),
+  } as TokenServer
+}
+
+// ---- The service's side ----
+
+interface Refreshing {
+  tick(): Promise<unknown>
+}
+
+/** The refresher of one instance, driven by the bench (its own timer is left off). */
+function refresherOf(app: FastifyInstance): Refreshing {
+  const refresher = (app.services as unknown as { connectionRefresher?: Refreshing }).connectionRefresher
+  if (refresher === undefined) throw new Error('this build has no connection refresher')
+  return refresher
+}
+
+async function inject(app: FastifyInstance, method: 'GET' | 'POST', url: string, cookie: string | undefined, payload?: unknown): Promise<any> {
+  const response = await app.inject({ method, url, headers: cookie === undefined ? {} : { cookie }, ...(payload === undefined ? {} : { payload: payload as object }) })
+  if (response.statusCode >= 300) throw new Error(`${method} ${url}: ${response.statusCode} ${response.body}`)
+  return response.json().data
+}
+
+/** An admin, a team and an installation of a remote server behind the token server, through the API. */
+async function seedInstallation(app: FastifyInstance, tokens: TokenServer): Promise<{ teamId: string; installationId: string; key: string }> {
+  const registered = await app.inject({ method: 'POST', url: '/api/auth/email/register', payload: { username: 'bench-admin', email: 'bench-admin@example.com', password: 'bench password 1' } })
+  const cookie = registered.headers['set-cookie']!.toString().split(';')[0]!
+  const { team } = await inject(app, 'POST', '/api/teams', cookie, { name: 'Refresh bench' })
+  const imported = await inject(app, 'POST', '/api/mcp/servers/import', cookie, [{
+    $schema: 'https://static.modelcontextprotocol.io/schemas/2025-12-11/server.schema.json',
+    name: 'io.github.example/refresh-bench', description: 'A remote server protected by OAuth.', version: '1.0.0',
+    remotes: [{ type: 'streamable-http', url: tokens.resource }],
+  }])
+  const serverId = (imported.results as Array<{ server_id: string }>)[0]!.server_id
+  const { installation } = await inject(app, 'POST', `/api/teams/${team.id}/mcp/installations`, cookie, { server_id: serverId, name: 'bench', target: { kind: 'remote', index: 0 } })
+  const key = (installation.inputs as Array<{ key: string; kind: string }>).find((input) => input.kind === 'oauth')?.key
+  if (key === undefined) throw new Error(`the installation has no oauth input: ${JSON.stringify(installation.inputs)}`)
+  return { teamId: team.id, installationId: installation.id, key }
+}
+
+/** TOTAL members with a connection each; the first DUE are due now and expire DUE_EXPIRY_MS later. */
+async function seedConnections(app: FastifyInstance, tokens: TokenServer, place: { teamId: string; installationId: string; key: string }, startAt: number): Promise<void> {
+  const { db, t } = app.services.database
+  const box = connectionTokensBox(SECRET)
+  const now = new Date()
+  await db.insert(t.upstreamOauthClients).values({
+    issuer: tokens.issuer, method: 'manual', clientId: 'bench-client', clientSecretSealed: null, tokenEndpointAuthMethod: 'none', registeredAt: now, updatedAt: now,
+  }).onConflictDoNothing()
+  for (let from = 0; from < TOTAL; from += INSERT_CHUNK) {
+    const indexes = Array.from({ length: Math.min(INSERT_CHUNK, TOTAL - from) }, (_, i) => from + i)
+    const users = indexes.map((n) => ({ id: `bench-user-${n}`, username: `bench_user_${n}`, email: `bench-user-${n}@example.com`, createdAt: now, updatedAt: now }))
+    await db.insert(t.users).values(users)
+    await db.insert(t.oauthConnections).values(indexes.map((n) => {
+      const due = n < DUE
+      const expiresAt = new Date(due ? startAt + DUE_EXPIRY_MS : startAt + 2 * 3600_000)
+      return {
+        id: `bench-connection-${n}`, installationId: place.installationId, teamId: place.teamId, userId: `bench-user-${n}`, owner: `bench-user-${n}`,
+        inputKey: place.key, issuer: tokens.issuer, clientId: 'bench-client', status: 'connected' as const,
+        sealed: box.sealTokens({ installationId: place.installationId, userId: `bench-user-${n}`, inputKey: place.key }, {
+          access_token: `at.${n}.0`, refresh_token: `rt.${n}.0`, token_type: 'Bearer', expires_at: expiresAt.toISOString(), scope: 'mcp', account: null,
+        }),
+        // Due ones spread over the last minute, as connections made at different times would be.
+        refreshAt: due ? new Date(startAt - 60_000 + (n * 60_000) / DUE) : new Date(expiresAt.getTime() - 5 * 60_000),
+        tokenRevision: 0, failures: 0, leaseOwner: null, leaseUntil: null, connectedAt: now, updatedAt: now,
+      }
+    }))
+  }
+}
+
+interface TickFigures { ticks: number; busyTicks: number; p50Ms: number; maxMs: number }
+
+const round = (value: number, digits = 1) => Math.round(value * 10 ** digits) / 10 ** digits
+
+function tickFigures(durations: number[], busy: number): TickFigures {
+  const sorted = [...durations].sort((a, b) => a - b)
+  return { ticks: sorted.length, busyTicks: busy, p50Ms: round(sorted[Math.floor(sorted.length / 2)] ?? 0), maxMs: round(sorted.at(-1) ?? 0) }
+}
+
+async function benchDialect(dialect: 'sqlite' | 'postgresql'): Promise<void> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'bench-connections-'))
+  const database = await createTestDatabase(dialect, dataDir)
+  const tokens = await startTokenServer()
+  const apps: FastifyInstance[] = []
+  try {
+    const config = loadConfig({
+      DATABASE_URL: database.url, DATA_DIR: dataDir, ENCRYPTION_SECRET: SECRET, LOG_LEVEL: 'silent', PUBLIC_URL: 'http://127.0.0.1:3999',
+      RATE_LIMIT_ENABLED: 'false', OUTBOUND_ALLOWED_HOSTS: tokens.host,
+    })
+    for (let i = 0; i < 2; i++) {
+      const app = await buildApp(config, { logger: false, connectionRefreshIntervalMs: 24 * 3600_000 } as Parameters<typeof buildApp>[1])
+      await app.ready()
+      apps.push(app)
+    }
+    const place = await seedInstallation(apps[0]!, tokens)
+    const seedStarted = performance.now()
+    const startAt = Date.now()
+    await seedConnections(apps[0]!, tokens, place, startAt)
+    console.log(`${dialect}: ${TOTAL} connections written in ${round((performance.now() - seedStarted) / 1000)} s, ${DUE} due`)
+
+    const refreshers = apps.map(refresherOf)
+    const durations: number[][] = [[], []]
+    const busy = [0, 0]
+    const began = performance.now()
+    const beganAt = Date.now()
+    let lastRefresh = beganAt
+    const refreshedBefore = () => [...tokens.refreshedAt.values()].reduce((sum, times) => sum + times.length, 0)
+    // Both instances tick side by side until a round of both finds nothing more to do.
+    await Promise.all(refreshers.map(async (refresher, i) => {
+      let idle = 0
+      while (idle < 2) {
+        const before = refreshedBefore()
+        const started = performance.now()
+        await refresher.tick()
+        durations[i]!.push(performance.now() - started)
+        const after = refreshedBefore()
+        if (after > before) {
+          busy[i]! += 1
+          lastRefresh = Date.now()
+          idle = 0
+        } else if (after >= DUE) idle += 1
+      }
+    }))
+    const wallMs = lastRefresh - beganAt
+
+    // What must hold: every due token refreshed once, before it expired; no other touched.
+    const { db, t } = apps[0]!.services.database
+    const rows = await db.select({ id: t.oauthConnections.id, tokenRevision: t.oauthConnections.tokenRevision, status: t.oauthConnections.status }).from(t.oauthConnections)
+    const revisions = new Map(rows.map((row) => [row.id, row]))
+    let once = 0
+    let twice = 0
+    let missing = 0
+    let late = 0
+    let touched = 0
+    for (let n = 0; n < TOTAL; n++) {
+      const times = tokens.refreshedAt.get(n) ?? []
+      if (n < DUE) {
+        if (times.length === 1) once += 1
+        else if (times.length === 0) missing += 1
+        else twice += 1
+        if (times.some((at) => at >= startAt + DUE_EXPIRY_MS)) late += 1
+      } else if (times.length > 0 || revisions.get(`bench-connection-${n}`)?.tokenRevision !== 0) touched += 1
+    }
+    const revisedOnce = rows.filter((row) => row.tokenRevision === 1).length
+    console.log(JSON.stringify({
+      dialect, connections: TOTAL, due: DUE,
+      refreshed_once: once, refreshed_more_than_once: twice, not_refreshed: missing, after_expiry: late, not_due_touched: touched,
+      reused_refresh_tokens: tokens.reused, unknown_refresh_tokens: tokens.unknown, token_requests: tokens.requests, rows_at_revision_1: revisedOnce,
+      wall_ms: Math.round(wallMs), refreshes_per_second: round(DUE / (wallMs / 1000)),
+      instance_a: tickFigures(durations[0]!, busy[0]!), instance_b: tickFigures(durations[1]!, busy[1]!),
+      total_ms: Math.round(performance.now() - began),
+    }, null, 2))
+  } finally {
+    await Promise.all(apps.map((app) => app.close()))
+    await tokens.close()
+    await database.drop()
+    rmSync(dataDir, { recursive: true, force: true })
+  }
+}
+
+console.log(`bench:connections on ${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}, load ${loadavg().map((l) => l.toFixed(1)).join(' ')}, ${new Date().toISOString()}`)
+const only = process.argv[2]
+for (const dialect of ['sqlite', 'postgresql'] as const) {
+  if (only === undefined || only === dialect) await benchDialect(dialect)
+}
