@@ -3,13 +3,16 @@
  * of the test's own (a stand-in issuer): what it answers without a token and with tokens that are
  * not for it (wrong audience, issuer, type, signature, expired), its protected-resource metadata,
  * and an SDK client calling `whoami` and `echo` with a valid token; a session stays its subject's.
- * The end-to-end test drives it with real tokens of an oidc-provider authorization server.
+ * Then with real tokens of an oidc-provider authorization server (test/helpers/upstream-oauth.ts):
+ * one for its resource is accepted, one for another resource refused.
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { createLocalJWKSet, exportJWK, generateKeyPair, SignJWT, type JWK } from 'jose'
+import * as oauth from 'oauth4webapi'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startProtectedMcpServer, type ProtectedMcpServer } from '../helpers/protected-mcp-server.js'
+import { authorize, startAuthorizationServer, type AuthorizationServer } from '../helpers/upstream-oauth.js'
 
 const ISSUER = 'http://127.0.0.1:1/issuer'
 const INITIALIZE = JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'fixture-test', version: '1' } } })
@@ -104,5 +107,63 @@ describe('the protected MCP server fixture', () => {
       body: JSON.stringify({ jsonrpc: '2.0', id: 5, method: 'tools/list', params: {} }),
     })
     expect(response.status).toBe(403)
+  })
+})
+
+describe('the protected MCP server fixture with tokens of a real authorization server', () => {
+  let as: AuthorizationServer
+  let server: ProtectedMcpServer
+  const clients: Client[] = []
+
+  beforeAll(async () => {
+    as = await startAuthorizationServer({ accessTokenTTL: 60 })
+    server = await startProtectedMcpServer({ issuer: as.issuer, jwksUri: as.jwksUri, scopes: ['mcp:tools'] })
+  })
+  afterAll(async () => {
+    await Promise.all(clients.map((mcp) => mcp.close().catch(() => undefined)))
+    await server?.close()
+    await as?.close()
+  })
+
+  /** A public client registered dynamically, the code flow with PKCE and the resource, as `account`. */
+  async function tokenFor(account: string, resource: string): Promise<oauth.TokenEndpointResponse> {
+    const issuer = new URL(as.issuer)
+    const options = { [oauth.allowInsecureRequests]: true }
+    const metadata = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, { algorithm: 'oidc', ...options }))
+    const redirectUri = 'http://127.0.0.1:9/callback'
+    const registered = await oauth.processDynamicClientRegistrationResponse(await oauth.dynamicClientRegistrationRequest(metadata, {
+      redirect_uris: [redirectUri], token_endpoint_auth_method: 'none', grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'],
+    }, options))
+    const client: oauth.Client = { client_id: registered.client_id, token_endpoint_auth_method: 'none' }
+    const verifier = oauth.generateRandomCodeVerifier()
+    const url = new URL(metadata.authorization_endpoint!)
+    for (const [name, value] of Object.entries({
+      client_id: client.client_id, redirect_uri: redirectUri, response_type: 'code', scope: 'mcp:tools', resource,
+      code_challenge: await oauth.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state: 'fixture-state',
+    })) url.searchParams.set(name, value)
+    const { callback } = await authorize(url.toString(), { account })
+    const params = oauth.validateAuthResponse(metadata, client, new URL(callback), 'fixture-state')
+    const response = await oauth.authorizationCodeGrantRequest(metadata, client, oauth.None(), params, redirectUri, verifier, { ...options, additionalParameters: { resource } })
+    return oauth.processAuthorizationCodeResponse(metadata, client, response)
+  }
+
+  it("accepts oidc-provider's JWT access token for its resource: whoami answers the account", async () => {
+    const tokens = await tokenFor('carol', server.resource)
+    const mcp = new Client({ name: 'fixture-test', version: '1.0.0' })
+    await mcp.connect(new StreamableHTTPClientTransport(new URL(server.resource), { requestInit: { headers: { authorization: `Bearer ${tokens.access_token}` } } }))
+    clients.push(mcp)
+    expect(((await mcp.callTool({ name: 'whoami', arguments: {} })).content as Array<{ text: string }>)[0]!.text).toBe('carol')
+    expect(server.accepted.at(-1)).toMatchObject({ sub: 'carol', authorization: `Bearer ${tokens.access_token}` })
+  })
+
+  it('refuses a token the same server issued for another resource', async () => {
+    const tokens = await tokenFor('carol', 'http://127.0.0.1:9/elsewhere')
+    const response = await fetch(server.resource, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${tokens.access_token}` },
+      body: INITIALIZE,
+    })
+    expect(response.status).toBe(401)
+    expect(server.refused.at(-1)?.reason).toBe('ERR_JWT_CLAIM_VALIDATION_FAILED')
   })
 })
