@@ -5,7 +5,7 @@ import { hkdfSync } from 'node:crypto'
  * label, so one secret never serves two purposes directly.
  */
 export type KeyPurpose = 'settings-encryption' | 'token-digest' | 'registration-jwt' | 'oauth-csrf' | 'form-csrf' | 'installation-values' | 'spec-hash'
-  | 'satellite-key-change'
+  | 'satellite-key-change' | 'oauth-connections'
 
 export function deriveKey(secret: string, purpose: KeyPurpose): Buffer {
   return Buffer.from(hkdfSync('sha256', secret, 'service-backend', `${purpose}:v1`, 32))

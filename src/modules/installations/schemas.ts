@@ -41,7 +41,7 @@ const Values = Type.Record(Type.String({ maxLength: 300 }), Type.Union([ValueTex
 
 export const InputView = Type.Object({
   key: Type.String({ description: 'Stable while the document is: `env:NAME`, `arg:--flag` or `arg:<valueHint>`, `header:Name`, `urlvar:name`; a template variable of an entry is `<entry key>{<variable>}`.' }),
-  kind: Type.Union([Type.Literal('env'), Type.Literal('arg'), Type.Literal('header'), Type.Literal('urlvar')]),
+  kind: Type.Union([Type.Literal('env'), Type.Literal('arg'), Type.Literal('header'), Type.Literal('urlvar'), Type.Literal('oauth')], { description: '`oauth`: a connection to the remote server (an account at its authorization server), made with the connect flow rather than set as a value.' }),
   description: Type.String(),
   required: Type.Boolean(),
   secret: Type.Boolean({ description: 'A secret value is write-only: it is never shown again, only `is_set`.' }),
