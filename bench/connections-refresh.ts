@@ -6,6 +6,7 @@ import { join } from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../src/app.js'
 import { loadConfig } from '../src/config.js'
+import type { TickOutcome } from '../src/modules/connections/refresher.js'
 import { connectionTokensBox } from '../src/modules/connections/tokens-box.js'
 import { createTestDatabase } from '../test/helpers/database.js'
 
@@ -121,7 +122,7 @@ async function startTokenServer(): Promise<TokenServer> {
 // ---- The service's side ----
 
 interface Refreshing {
-  tick(): Promise<unknown>
+  tick(): Promise<TickOutcome>
 }
 
 /** The refresher of one instance, driven by the bench (its own timer is left off). */
@@ -216,24 +217,21 @@ async function benchDialect(dialect: 'sqlite' | 'postgresql'): Promise<void> {
     const refreshers = apps.map(refresherOf)
     const durations: number[][] = [[], []]
     const busy = [0, 0]
+    const outcomes = [{ refreshed: 0, expired: 0, postponed: 0, lost: 0 }, { refreshed: 0, expired: 0, postponed: 0, lost: 0 }]
     const began = performance.now()
     const beganAt = Date.now()
     let lastRefresh = beganAt
-    const refreshedBefore = () => [...tokens.refreshedAt.values()].reduce((sum, times) => sum + times.length, 0)
-    // Both instances tick side by side until a round of both finds nothing more to do.
+    // Both instances tick side by side, as their timers would, each until a tick finds nothing due.
     await Promise.all(refreshers.map(async (refresher, i) => {
-      let idle = 0
-      while (idle < 2) {
-        const before = refreshedBefore()
+      for (;;) {
         const started = performance.now()
-        await refresher.tick()
+        const outcome = await refresher.tick()
         durations[i]!.push(performance.now() - started)
-        const after = refreshedBefore()
-        if (after > before) {
-          busy[i]! += 1
-          lastRefresh = Date.now()
-          idle = 0
-        } else if (after >= DUE) idle += 1
+        const sum = outcome.refreshed + outcome.expired + outcome.postponed + outcome.lost
+        for (const name of ['refreshed', 'expired', 'postponed', 'lost'] as const) outcomes[i]![name] += outcome[name]
+        if (sum === 0) break
+        busy[i]! += 1
+        lastRefresh = Date.now()
       }
     }))
     const wallMs = lastRefresh - beganAt
@@ -262,7 +260,7 @@ async function benchDialect(dialect: 'sqlite' | 'postgresql'): Promise<void> {
       refreshed_once: once, refreshed_more_than_once: twice, not_refreshed: missing, after_expiry: late, not_due_touched: touched,
       reused_refresh_tokens: tokens.reused, unknown_refresh_tokens: tokens.unknown, token_requests: tokens.requests, rows_at_revision_1: revisedOnce,
       wall_ms: Math.round(wallMs), refreshes_per_second: round(DUE / (wallMs / 1000)),
-      instance_a: tickFigures(durations[0]!, busy[0]!), instance_b: tickFigures(durations[1]!, busy[1]!),
+      instance_a: { ...tickFigures(durations[0]!, busy[0]!), ...outcomes[0] }, instance_b: { ...tickFigures(durations[1]!, busy[1]!), ...outcomes[1] },
       total_ms: Math.round(performance.now() - began),
     }, null, 2))
   } finally {

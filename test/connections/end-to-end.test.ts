@@ -271,9 +271,13 @@ describe.skipIf(!chromiumRequired || !satelliteBuilt)('connections end to end', 
       // The grant behind bob's refresh token ends at the authorization server (as when he revokes
       // the app there): his next refresh gets invalid_grant.
       const { refresh_token: refreshToken } = await storedTokensOf(bob)
-      const stored = await as.provider.RefreshToken.find(refreshToken!)
+      const models = as.provider as unknown as {
+        RefreshToken: { find(token: string): Promise<{ accountId: string; grantId: string } | undefined> }
+        Grant: { find(id: string): Promise<{ destroy(): Promise<void> } | undefined> }
+      }
+      const stored = await models.RefreshToken.find(refreshToken!)
       expect(stored?.accountId).toBe(upstream.bob)
-      await (await as.provider.Grant.find(stored!.grantId!))!.destroy()
+      await (await models.Grant.find(stored!.grantId))!.destroy()
       const expired = await waitFor(async () => {
         const now = await connectionOf(bob)
         return now?.status === 'expired' && now
