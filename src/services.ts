@@ -38,6 +38,9 @@ import { ServerJsonExporter } from './modules/registry/exporter.js'
 import { CatalogueImporter, type RegistryImporter } from './modules/registry/importer.js'
 import { syncStateRepository } from './modules/registry/sync-state.js'
 import { RegistrySync, SYNC_MAX_BYTES, SYNC_TIMEOUT_MS, UPSTREAM_URL_SETTING } from './modules/registry/sync.js'
+import { connectionStatuses } from './db/repositories/connection-statuses.js'
+import { connectionsRepository } from './db/repositories/connections.js'
+import { connectionTokensBox } from './modules/connections/tokens-box.js'
 import { RegistrySyncSchedule } from './modules/registry/sync-schedule.js'
 import { MailService, type MailLogger } from './modules/mail/service.js'
 import { Metrics } from './modules/metrics/service.js'
@@ -185,9 +188,12 @@ export async function createServices(database: Database, { config, clock, log, l
   const search = serverSearch(database, { trigram })
   const valueBox = installationValueBox(config.encryptionSecret)
   const stamps = desiredStamps(database)
+  const connectionRows = connectionsRepository(database)
+  const connectionTokens = connectionTokensBox(config.encryptionSecret)
   const installations = new InstallationService({
     database, installations: installationsRepository(database), servers, versions: serverVersionsRepository(database),
     satellites: satellitesRepository(database), teams, stamps, channel: channelRepository(database), box: valueBox, audit, clock,
+    connectionStatuses: connectionStatuses(database),
     placementRules: async () => ({
       teamServersOnGlobal: await settings.get('global.team_servers_on_global_satellites'),
       quotaPerGlobalSatellite: await settings.get('global.team_quota_per_global_satellite'),
@@ -200,6 +206,7 @@ export async function createServices(database: Database, { config, clock, log, l
   const channel = new Channel({
     database, channel: channelRepository(database), satellites: satellitesRepository(database), stamps, box: valueBox,
     specKey: deriveKey(config.encryptionSecret, 'spec-hash'), audit, clock, log,
+    connections: { connections: connectionRows, tokens: connectionTokens },
   })
   const follower = new CatalogueFollower({ installations: installationsRepository(database), servers, versions: serverVersionsRepository(database), stamps, box: valueBox, audit, clock })
   const serverService = new ServerService({

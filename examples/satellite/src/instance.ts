@@ -169,7 +169,7 @@ export class ManagedInstance {
     let upstream: Upstream | undefined
     try {
       const secrets = await this.options.keys.openAll(spec.instance_id, spec.secrets)
-      this.secretForms = maskedForms(secrets.values())
+      this.secretForms = maskedForms(withCredentials(secrets.values()))
       this.rotatingApplied = rotatingOf(spec)
       upstream = await this.upstreamFor(spec, secrets)
       await upstream.connect(this.options.startTimeoutMs, controller.signal)
@@ -234,7 +234,7 @@ export class ManagedInstance {
     try {
       const secrets = await this.options.keys.openAll(spec.instance_id, spec.secrets)
       // The values before stay masked: a line about a request sent just before may still hold one.
-      this.secretForms = [...new Set([...maskedForms(secrets.values()), ...this.secretForms])].sort((a, b) => b.length - a.length)
+      this.secretForms = [...new Set([...maskedForms(withCredentials(secrets.values())), ...this.secretForms])].sort((a, b) => b.length - a.length)
       this.headers.replace(remoteTarget(spec.launch, secrets).headers)
       this.event('rotating secrets renewed: the next requests to the server carry the new values')
     } catch (error) {
@@ -307,6 +307,14 @@ export class ManagedInstance {
 
 function keyOf(spec: Instance): string {
   return `${spec.spec_hash}/${spec.restart_generation}`
+}
+
+/** The values, and the credential alone of an Authorization-style one (`Bearer <token>`): a program may print either. */
+function withCredentials(values: Iterable<string>): string[] {
+  return [...values].flatMap((value) => {
+    const credential = /^(?:Bearer|Basic)\s+(\S.*)$/i.exec(value)?.[1]
+    return credential === undefined ? [value] : [value, credential]
+  })
 }
 
 /** The rotating secrets of a spec as they were sealed: what tells a renewed value. */

@@ -45,6 +45,11 @@ export function desiredStamps(database: Database, executor: Db = database.db) {
       await touch(inArray(s.id, db.select({ id: i.satelliteId }).from(i).where(inArray(i.teamId, teams))))
     },
 
+    /** The satellites these installations are placed on (an OAuth connection's tokens or status changed). */
+    async ofInstallations(installationIds: readonly string[]): Promise<void> {
+      if (installationIds.length > 0) await touch(inArray(s.id, db.select({ id: i.satelliteId }).from(i).where(inArray(i.id, [...installationIds]))))
+    },
+
     /** The satellites running installations of a server (its stored versions changed). */
     async ofServer(serverId: string): Promise<void> {
       await touch(inArray(s.id, db.select({ id: i.satelliteId }).from(i).where(eq(i.serverId, serverId))))

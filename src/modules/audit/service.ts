@@ -22,6 +22,8 @@ export type AuditEventType =
   | 'plugin.loaded' | 'plugin.item_deleted_by_moderator'
   | 'team.created' | 'team.deleted' | 'team.member_added' | 'team.member_removed' | 'team.member_left'
   | 'team.member_role_changed' | 'team.owner_transferred'
+  | 'connection.created' | 'connection.refreshed_failed' | 'connection.deleted'
+  | 'upstream_client.registered' | 'upstream_client.saved' | 'upstream_client.deleted'
 
 export interface AuditEntry {
   actorId?: string | null

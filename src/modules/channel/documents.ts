@@ -7,6 +7,8 @@ import type { ValueBox } from '../installations/sealed-values.js'
 import { sealerFor } from '../satellites/sealing.js'
 import { keyFingerprint } from '../satellites/fingerprint.js'
 import { usableOn } from '../installations/own-values.js'
+import { bearerOf, maskedValuesOf, withRotating } from '../installations/rotating.js'
+import { LiveConnections, oauthInputsOf, type ConnectionSource } from './live-connections.js'
 
 /**
  * A satellite's desired-state document: every instance it must run, complete. Built from the
@@ -79,6 +81,8 @@ export interface BuildDeps {
   specKey: Buffer
   /** Where an unexpected failure to resolve one instance is logged (ids only, never a value). */
   log?: { error(object: object, message: string): void }
+  /** The OAuth connections whose access tokens instances send (absent: none is used). */
+  connections?: ConnectionSource
 }
 
 export interface BuiltDocument {
@@ -125,9 +129,10 @@ export async function buildDocument(
   const sealing = { type: satellite.satelliteType, publicKey: satellite.publicKey }
   const fingerprint = keyFingerprint(satellite.publicKey)
   const usable = (row: ValueRow) => row.userId === null || usableOn({ held: row.value !== null || row.sealed !== null, approvedKey: row.approvedKey }, sealing, fingerprint)
-  const [values, members] = await Promise.all([
+  const [values, members, live] = await Promise.all([
     deps.channel.valuesOf(ids).then((rows) => rows.filter(usable)),
     deps.channel.membersOf([...new Set(placed.map((row) => row.installation.teamId))]),
+    LiveConnections.read(deps.connections, placed),
   ])
   const byInstallation = new Map<string, ValueRow[]>()
   for (const row of values) byInstallation.set(row.installationId, [...(byInstallation.get(row.installationId) ?? []), row])
@@ -138,7 +143,7 @@ export async function buildDocument(
   const facts = new Map<string, InstanceFacts>()
   const unresolved: UnresolvedInstance[] = []
   for (const row of placed) {
-    const instances = instancesOf(row, byInstallation.get(row.installation.id) ?? [], members.get(row.installation.teamId) ?? [], deps)
+    const instances = instancesOf(row, byInstallation.get(row.installation.id) ?? [], members.get(row.installation.teamId) ?? [], live, deps)
     unresolved.push(...instances.unresolved)
     for (const built of instances.built) {
       // A satellite without a key is given no instance that has secrets (they could not reach it sealed).
@@ -158,8 +163,8 @@ export async function buildDocument(
       pending.push(sealed.then((secrets) => ({ ...built.document, secrets })))
       facts.set(instanceId, {
         installationId: row.installation.id, userId: built.document.user_id, specHash: built.document.spec_hash,
-        specRevision: row.installation.specRevision, secretValues: built.secrets.map((secret) => secret.value),
-        maskedValues: built.secrets.map((secret) => secret.value), rotation: built.rotation,
+        specRevision: row.installation.specRevision, secretValues: maskedValuesOf(built.secrets),
+        maskedValues: maskedValuesOf(built.secrets), rotation: built.rotation,
       })
     }
   }
@@ -189,6 +194,15 @@ interface BuiltInstance {
 /** Why an instance could not be resolved; thrown inside one instance's resolution only. */
 class Unresolvable extends Error {}
 
+/** A connection's access token in the clear; tokens that do not open fail the instance, not the document. */
+function accessTokenOf(row: Parameters<LiveConnections['accessToken']>[0], key: string, live: LiveConnections): string {
+  try {
+    return live.accessToken(row)
+  } catch {
+    throw new Unresolvable(`The stored tokens of the connection ${key} could not be decrypted (was ENCRYPTION_SECRET changed without npm run secret:rotate?); connect again.`)
+  }
+}
+
 /** A value in the clear; a value that does not open fails its instance, not the document. */
 function opened(row: ValueRow, box: ValueBox): string {
   if (row.sealed === null) return row.value ?? ''
@@ -205,14 +219,24 @@ function opened(row: ValueRow, box: ValueBox): string {
  * Each instance is resolved on its own: one that cannot be (its target gone from the version, a
  * runtime rule broken, a value that does not decrypt) is listed in `unresolved` with why, and
  * the others are built.
+ *
+ * An oauth input is no value but a connection: a team-scoped one needs the team's live
+ * connection (without it there is no instance at all), a user-scoped one makes the installation
+ * per-user and each member needs their own (a member without one gets no instance, as with an
+ * unset value). The first oauth input's access token is the instance's rotating
+ * `header:Authorization`. Such instances are simply absent: their status reads `needs_auth`.
  */
-function instancesOf(placed: PlacedInstallation, values: ValueRow[], members: string[], deps: BuildDeps): { built: BuiltInstance[]; unresolved: UnresolvedInstance[] } {
+function instancesOf(
+  placed: PlacedInstallation, values: ValueRow[], members: string[], live: LiveConnections, deps: BuildDeps,
+): { built: BuiltInstance[]; unresolved: UnresolvedInstance[] } {
   const { installation, server, version } = placed
   const out: { built: BuiltInstance[]; unresolved: UnresolvedInstance[] } = { built: [], unresolved: [] }
   const teamRows = values.filter((row) => row.userId === null)
   const teamKeys = new Set(teamRows.map((row) => row.key))
-  const required = installation.inputs.filter((input) => input.required && input.default === undefined)
+  const required = installation.inputs.filter((input) => input.required && input.default === undefined && input.kind !== 'oauth')
   if (required.some((input) => input.scope === 'team' && !teamKeys.has(input.key))) return out
+  const oauth = oauthInputsOf(installation.inputs)
+  if (oauth.some((input) => input.scope === 'team' && live.of(installation.id, input, null) === undefined)) return out
   const perUser = installation.inputs.some((input) => input.scope === 'user')
   const owners: Array<string | null> = perUser ? members : [null]
   const source = inputSourceOf({ serverJson: version.serverJson, packages: version.packages ?? server.packages, remotes: version.remotes ?? server.remotes })
@@ -220,17 +244,21 @@ function instancesOf(placed: PlacedInstallation, values: ValueRow[], members: st
   for (const userId of owners) {
     const own = userId === null ? [] : values.filter((row) => row.userId === userId)
     if (userId !== null && required.some((input) => input.scope === 'user' && !own.some((row) => row.key === input.key))) continue
+    const connections = oauth.map((input) => live.of(installation.id, input, userId))
+    if (connections.some((row) => row === undefined)) continue
     const instanceId = instanceIdOf(installation.id, userId)
     const fail = (reason: string) => out.unresolved.push({ instanceId, installationId: installation.id, userId, specRevision: installation.specRevision, reason })
     try {
       team ??= new Map(teamRows.map((row) => [row.key, opened(row, deps.box)]))
       const mine = new Map(team)
       for (const row of own) mine.set(row.key, opened(row, deps.box))
-      const resolved = resolveLaunch(source, { kind: installation.targetKind, index: installation.targetIndex }, installation.transport, installation.inputs, mine, server.visibility)
-      if (!resolved.ok) {
-        fail(resolved.reason)
+      const launched = resolveLaunch(source, { kind: installation.targetKind, index: installation.targetIndex }, installation.transport, installation.inputs, mine, server.visibility)
+      if (!launched.ok) {
+        fail(launched.reason)
         continue
       }
+      const first = connections[0]
+      const resolved = first === undefined ? launched : withRotating(launched, [bearerOf(accessTokenOf(first, oauth[0]!.key, live))])
       const secrets = [...resolved.secrets].sort((a, b) => (a.target < b.target ? -1 : 1))
       const rotating = secrets.filter((secret) => secret.rotating === true)
       const spec = {

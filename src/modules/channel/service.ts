@@ -18,8 +18,12 @@ export class Channel {
     database: Database; channel: ChannelRepository; satellites: SatellitesRepository; stamps: DesiredStamps; box: ValueBox; specKey: Buffer; audit: AuditLog; clock: Clock
     /** Where an instance that could not be resolved for an unexpected reason is logged. */
     log?: BuildDeps['log']
+    /** The OAuth connections whose access tokens instances send. */
+    connections?: BuildDeps['connections']
   }) {
-    this.documents = new DesiredStates({ feed: deps.database.changes, channel: deps.channel, box: deps.box, specKey: deps.specKey, clock: deps.clock, log: deps.log })
+    this.documents = new DesiredStates({
+      feed: deps.database.changes, channel: deps.channel, box: deps.box, specKey: deps.specKey, clock: deps.clock, log: deps.log, connections: deps.connections,
+    })
     this.reports = new ChannelReports({ channel: deps.channel, documents: this.documents, clock: deps.clock })
   }
 

@@ -27,3 +27,16 @@ export function withRotating(resolved: ResolvedLaunch, rotating: readonly Secret
 
 /** The Authorization header value of an OAuth access token (RFC 6750, section 2.1). */
 export const bearerOf = (accessToken: string): SecretPlacement => ({ target: 'header:Authorization', value: `Bearer ${accessToken}`, rotating: true })
+
+/**
+ * What an instance's log lines are masked with: each secret value, and the credential alone of
+ * an Authorization-style value (`Bearer <token>`), which a program may print without its scheme.
+ */
+export function maskedValuesOf(secrets: readonly SecretPlacement[]): string[] {
+  const values = secrets.map((secret) => secret.value)
+  for (const value of [...values]) {
+    const credential = /^(?:Bearer|Basic)\s+(\S.*)$/i.exec(value)?.[1]
+    if (credential !== undefined) values.push(credential)
+  }
+  return [...new Set(values)]
+}

@@ -59,10 +59,12 @@ export const InputView = Type.Object({
 
 const InstallationStatus = Type.Union([
   Type.Literal('needs_config'), Type.Literal('pending'), Type.Literal('starting'), Type.Literal('running'), Type.Literal('degraded'),
-  Type.Literal('failed'), Type.Literal('stopped'), Type.Literal('unknown'),
+  Type.Literal('failed'), Type.Literal('stopped'), Type.Literal('unknown'), Type.Literal('needs_auth'),
 ], {
   description: [
     'Derived when read, from the caller\'s point of view: `needs_config` while a required team input is unset (or, on a per-user installation, one of the caller\'s own);',
+    '`needs_auth` (after `needs_config`) while an OAuth connection its instance needs is missing or expired — the team\'s, which a team admin connects, or the caller\'s own —',
+    'with `status_reason` saying who must connect (POST …/connections); its satellite is then given no instance and no token for it;',
     '`pending` while no satellite is placed or it has not picked the installation up; `stopped` when asked to stop;',
     '`starting`, `running`, `degraded`, `failed` as the satellite reports the current spec; `unknown` while its satellite is offline;',
     '`failed` also when the backend could not resolve the instance (its target gone from the version, an entry rule broken, a value that does not decrypt):',

@@ -1,6 +1,7 @@
 import type { InstallationDetail, InstallationPage, InstallationPatch, InstallationRow, InstallationsRepository } from '../../db/repositories/installations.js'
 import type { DesiredStamps } from '../../db/repositories/desired-stamps.js'
 import type { ChannelRepository, InstanceLogRow } from '../../db/repositories/channel.js'
+import type { ConnectionStatuses } from '../../db/repositories/connection-statuses.js'
 import type { ReportedTool } from '../../formats/satellite-reports.js'
 import type { SatellitesRepository } from '../../db/repositories/satellites.js'
 import type { ServerRow } from '../../db/repositories/server-filters.js'
@@ -19,7 +20,7 @@ import { deriveTarget, invalid, notInstallable, reconcileValues } from './deriva
 import type { ValueBox } from './sealed-values.js'
 import type { CreateInstallationBody, InstallationView, UpdateInstallationBody } from './schemas.js'
 import { checkValues, type ValueMap } from './values.js'
-import { groupValues, inputView, installationView, satelliteOffline, usableOwn } from './views.js'
+import { groupConnections, groupValues, inputView, installationView, satelliteOffline, usableOwn } from './views.js'
 import { Placement, type PlacementRules } from './placement.js'
 import { approvalFor } from './own-values.js'
 import { InstallationMoves, type MovingSatellite } from './moves.js'
@@ -64,6 +65,8 @@ export class InstallationService {
     stamps: DesiredStamps
     /** What satellites reported of the instances: tools and log lines. */
     channel: ChannelRepository
+    /** Whether the OAuth connections installations need are live (their status `needs_auth`); absent: none are read. */
+    connectionStatuses?: ConnectionStatuses
     box: ValueBox
     audit: AuditLog
     clock: Clock
@@ -84,14 +87,14 @@ export class InstallationService {
     // for any id, and an unknown team must be 404 for them too, not an empty list.
     if (actor.isGlobalAdmin && (await this.deps.teams.find(teamId)) === undefined) throw errors.notFound('Team')
     const page = await this.deps.installations.page({ team: teamId }, actor.userId, limit, offset)
-    return { views: this.pageViews(page, await this.placement.rules()), total: page.total }
+    return { views: this.pageViews(page, await this.placement.rules(), await this.connectionsOf(page.rows, actor.userId)), total: page.total }
   }
 
   /** Every installation of every team the caller is a member of (or of one such team). */
   async listMine(actor: InstallationActor, teamId: string | undefined, limit: number, offset: number): Promise<InstallationList> {
     const read = async (): Promise<InstallationList> => {
       const page = await this.deps.installations.page({ member: actor.userId, team: teamId }, actor.userId, limit, offset)
-      return { views: this.pageViews(page, await this.placement.rules()), total: page.total }
+      return { views: this.pageViews(page, await this.placement.rules(), await this.connectionsOf(page.rows, actor.userId)), total: page.total }
     }
     const epoch = this.deps.database.changeEpoch?.()
     if (epoch === undefined) return read()
@@ -132,11 +135,11 @@ export class InstallationService {
     const silentSince = this.silentSince()
     for (let offset = 0; ; offset += 100) {
       const page = await this.deps.installations.page({ member: actor.userId, team: teamId }, actor.userId, 100, offset)
-      const views = this.pageViews(page, rules, silentSince)
+      const views = this.pageViews(page, rules, await this.connectionsOf(page.rows, actor.userId), silentSince)
       page.rows.forEach((detail, index) => {
         const view = views[index]!
         const online = detail.satellite !== null && !satelliteOffline(detail.satellite, silentSince)
-        if (view.endpoint_url !== null && online && view.desired === 'running' && view.status !== 'needs_config') {
+        if (view.endpoint_url !== null && online && view.desired === 'running' && view.status !== 'needs_config' && view.status !== 'needs_auth') {
           servers[`${detail.team.slug}-${view.name}`] = { type: 'http', url: view.endpoint_url }
         }
       })
@@ -353,8 +356,17 @@ export class InstallationService {
   // Parts
 
   private async views(rows: InstallationDetail[], userId: string): Promise<InstallationView[]> {
-    const [values, rules] = await Promise.all([this.deps.installations.valuesOf(rows.map((row) => row.installation.id), userId), this.placement.rules()])
-    return this.pageViews({ rows, values }, rules)
+    const [values, rules, connections] = await Promise.all([
+      this.deps.installations.valuesOf(rows.map((row) => row.installation.id), userId), this.placement.rules(), this.connectionsOf(rows, userId),
+    ])
+    return this.pageViews({ rows, values }, rules, connections)
+  }
+
+  /** The team's and the caller's connections of those installations that have oauth inputs (one query, none when no row has one). */
+  private async connectionsOf(rows: readonly InstallationDetail[], userId: string): Promise<ReturnType<typeof groupConnections>> {
+    const ids = rows.filter((row) => row.installation.inputs.some((input) => input.kind === 'oauth')).map((row) => row.installation.id)
+    if (ids.length === 0 || this.deps.connectionStatuses === undefined) return new Map()
+    return groupConnections(await this.deps.connectionStatuses.of(ids, userId))
   }
 
   /** The instant before which a satellite's last heartbeat means it is offline. */
@@ -363,9 +375,11 @@ export class InstallationService {
   }
 
   /** The views of rows read with the values their reader sees. */
-  private pageViews({ rows, values }: Pick<InstallationPage, 'rows' | 'values'>, rules: PlacementRules, silentSince = this.silentSince()): InstallationView[] {
+  private pageViews(
+    { rows, values }: Pick<InstallationPage, 'rows' | 'values'>, rules: PlacementRules, connections: ReturnType<typeof groupConnections>, silentSince = this.silentSince(),
+  ): InstallationView[] {
     const byInstallation = groupValues(values)
-    return rows.map((row) => installationView(row, byInstallation.get(row.installation.id), silentSince, rules, row.state))
+    return rows.map((row) => installationView(row, byInstallation.get(row.installation.id), silentSince, rules, row.state, connections.get(row.installation.id)))
   }
 
   private async detail(teamId: string, id: string, viewer?: string): Promise<InstallationDetail> {

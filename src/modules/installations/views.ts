@@ -34,6 +34,46 @@ export function groupValues(rows: readonly SetValue[]): Map<string, ValuesForCal
 
 const NO_VALUES: ValuesForCaller = { team: new Map(), own: new Map() }
 
+/** The OAuth connections an installation has, for one caller: the team's by key, and the caller's own by key. */
+export interface ConnectionsForCaller {
+  team: Map<string, 'connected' | 'expired'>
+  own: Map<string, 'connected' | 'expired'>
+}
+
+export function groupConnections(rows: ReadonlyArray<{ installationId: string; userId: string | null; inputKey: string; status: 'connected' | 'expired' }>): Map<string, ConnectionsForCaller> {
+  const byInstallation = new Map<string, ConnectionsForCaller>()
+  for (const row of rows) {
+    let entry = byInstallation.get(row.installationId)
+    if (entry === undefined) byInstallation.set(row.installationId, (entry = { team: new Map(), own: new Map() }))
+    ;(row.userId === null ? entry.team : entry.own).set(row.inputKey, row.status)
+  }
+  return byInstallation
+}
+
+const NO_CONNECTIONS: ConnectionsForCaller = { team: new Map(), own: new Map() }
+
+/** The oauth inputs whose connection (the team's, or the caller's own) is not live, with whether it is missing or expired. */
+export function connectionsNeeded(inputs: readonly InstallationInput[], connections: ConnectionsForCaller): Array<{ input: InstallationInput; status: 'missing' | 'expired' }> {
+  return inputs.filter((input) => input.kind === 'oauth').flatMap((input) => {
+    const status = (input.scope === 'team' ? connections.team : connections.own).get(input.key)
+    return status === 'connected' ? [] : [{ input, status: status ?? 'missing' as const }]
+  })
+}
+
+/** Who must connect what: a team admin for the team's connections, the caller for their own. */
+function connectReason(needed: ReturnType<typeof connectionsNeeded>): string {
+  return needed.map(({ input, status }) => {
+    if (input.scope === 'team') {
+      return status === 'expired'
+        ? `The team's connection ${input.key} has expired; a team admin must connect it again (POST …/connections).`
+        : `A team admin must connect ${input.key} (POST …/connections).`
+    }
+    return status === 'expired'
+      ? `Your connection ${input.key} has expired; connect your account again (POST …/connections).`
+      : `Connect your account for ${input.key} (POST …/connections).`
+  }).join(' ')
+}
+
 export type { ReportedState }
 
 /**
@@ -73,12 +113,15 @@ export function inputView(input: InstallationInput, set: SetValue | undefined, d
   return view
 }
 
-/** Required inputs with neither a value nor a default: the team's, then the caller's own. */
+/**
+ * Required inputs with neither a value nor a default: the team's, then the caller's own. An oauth
+ * input is no value to set (its connection decides `needs_auth`, see connectionsNeeded).
+ */
 export function missingInputs(inputs: readonly InstallationInput[], values: ValuesForCaller): { team: string[]; own: string[] } {
   const team: string[] = []
   const own: string[] = []
   for (const input of inputs) {
-    if (!input.required || input.default !== undefined) continue
+    if (!input.required || input.default !== undefined || input.kind === 'oauth') continue
     if (input.scope === 'team' && !values.team.has(input.key)) team.push(input.key)
     if (input.scope === 'user' && !values.own.has(input.key)) own.push(input.key)
   }
@@ -101,13 +144,15 @@ function ownMissingReason(missing: string[], dropped: ReadonlySet<string>, satel
   return parts.join(' ')
 }
 
-/** The status and its reason, in the order that decides: configuration, the team's wish, placement, the satellite. */
+/** The status and its reason, in the order that decides: configuration, connections, the team's wish, placement, the satellite. */
 export function statusOf(
   detail: InstallationDetail, missing: { team: string[]; own: string[] }, silentSince: Date, rules: PlacementRules, state?: ReportedState, dropped: ReadonlySet<string> = new Set(),
+  needed: ReturnType<typeof connectionsNeeded> = [],
 ): { status: Status; reason: string } {
   const { installation, satellite } = detail
   if (missing.team.length > 0) return { status: 'needs_config', reason: `A team admin must set ${listed(missing.team)} (PUT …/values).` }
   if (missing.own.length > 0) return { status: 'needs_config', reason: ownMissingReason(missing.own, dropped, satellite) }
+  if (needed.length > 0) return { status: 'needs_auth', reason: connectReason(needed) }
   if (installation.desired === 'stopped') return { status: 'stopped', reason: 'Stopped by the team (desired: stopped).' }
   if (satellite === null) return { status: 'pending', reason: unplacedReason(detail.serverVisibility, rules) }
   if (satellite.disabledAt !== null) return { status: 'pending', reason: `Its satellite ${satellite.name} is disabled; it is being placed on another one.` }
@@ -148,13 +193,16 @@ export function endpointOf(detail: InstallationDetail): string | null {
   return `${url.replace(/\/+$/, '')}/mcp/${detail.installation.id}`
 }
 
-export function installationView(detail: InstallationDetail, values: ValuesForCaller | undefined, silentSince: Date, rules: PlacementRules, state?: ReportedState): InstallationView {
+export function installationView(
+  detail: InstallationDetail, values: ValuesForCaller | undefined, silentSince: Date, rules: PlacementRules, state?: ReportedState, connections: ConnectionsForCaller = NO_CONNECTIONS,
+): InstallationView {
   const { installation } = detail
   const given = values ?? NO_VALUES
   const own = usableOwn(given.own, detail.satellite)
   const mine: ValuesForCaller = { team: given.team, own: own.usable }
   const missing = missingInputs(installation.inputs, mine)
-  const { status, reason } = statusOf(detail, missing, silentSince, rules, state, own.dropped)
+  const needed = connectionsNeeded(installation.inputs, connections)
+  const { status, reason } = statusOf(detail, missing, silentSince, rules, state, own.dropped, needed)
   return {
     id: installation.id,
     team_id: installation.teamId,
@@ -166,7 +214,10 @@ export function installationView(detail: InstallationDetail, values: ValuesForCa
     satellite_id: installation.satelliteId,
     desired: installation.desired,
     network: installation.network,
-    inputs: installation.inputs.map((input) => (input.scope === 'team' ? inputView(input, mine.team.get(input.key)) : inputView(input, mine.own.get(input.key), own.dropped.has(input.key)))),
+    inputs: installation.inputs.map((input) => {
+      if (input.kind === 'oauth') return { ...inputView(input, undefined), is_set: !needed.some((each) => each.input.key === input.key) }
+      return input.scope === 'team' ? inputView(input, mine.team.get(input.key)) : inputView(input, mine.own.get(input.key), own.dropped.has(input.key))
+    }),
     missing_inputs: [...missing.team, ...missing.own],
     instance_mode: installation.inputs.some((input) => input.scope === 'user') ? 'per_user' : 'shared',
     status,
