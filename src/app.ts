@@ -89,6 +89,8 @@ export interface BuildOptions {
   outbound?: OutboundOverrides
   /** How often the scheduled registry sync looks whether a run is due (default every minute; tests shorten it). */
   registrySyncCheckMs?: number
+  /** How often the connection refresher looks for tokens due for refresh (default every 15 s; tests shorten it). */
+  connectionRefreshMs?: number
   /** How long a plugin's `register` may take (tests shorten it). */
   pluginRegisterTimeoutMs?: number
 }
@@ -123,7 +125,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   const lifecycle = new DatabaseLifecycle(config, app.log, async (database) => {
     const services = await createServices(database, {
       config, clock, log: app.log, credentials: options.credentials, limits, outbound: options.outbound, pluginSettings: plugins.settings(), metrics,
-      registrySyncCheckMs: options.registrySyncCheckMs,
+      registrySyncCheckMs: options.registrySyncCheckMs, connectionRefreshMs: options.connectionRefreshMs,
     })
     await plugins.recordLoads(services.audit)
     metrics.watchPool(database)

@@ -41,6 +41,9 @@ import { RegistrySync, SYNC_MAX_BYTES, SYNC_TIMEOUT_MS, UPSTREAM_URL_SETTING } f
 import { connectionStatuses } from './db/repositories/connection-statuses.js'
 import { connectionsRepository } from './db/repositories/connections.js'
 import { connectionTokensBox } from './modules/connections/tokens-box.js'
+import { upstreamClientsRepository } from './db/repositories/upstream-clients.js'
+import { RefreshGrant } from './modules/connections/refresh-grant.js'
+import { ConnectionRefresher } from './modules/connections/refresher.js'
 import { RegistrySyncSchedule } from './modules/registry/sync-schedule.js'
 import { MailService, type MailLogger } from './modules/mail/service.js'
 import { Metrics } from './modules/metrics/service.js'
@@ -94,6 +97,8 @@ export interface Services {
   registrySync: RegistrySync
   /** Runs the sync every `catalogue.registry_sync_interval_minutes`; started and stopped by the database lifecycle. */
   registrySyncSchedule: RegistrySyncSchedule
+  /** Refreshes OAuth connections' tokens before they expire; started and stopped by the lifecycle. */
+  connectionRefresher: ConnectionRefresher
   /** A server as an MCP Registry server.json document. */
   serverJsonExporter: ServerJsonExporter
   registrationTokens: RegistrationTokens
@@ -126,6 +131,8 @@ export interface ServiceOptions {
   metrics?: Metrics
   /** How often the scheduled registry sync looks whether a run is due (default every minute); tests look more often. */
   registrySyncCheckMs?: number
+  /** How often the connection refresher looks for tokens due (default every 15 s); tests look more often. */
+  connectionRefreshMs?: number
 }
 
 /** Requests to addresses third parties choose (client metadata documents); tests trust their own CA and shorten the timeout. */
@@ -138,7 +145,7 @@ export interface OutboundOverrides {
   resolveHost?: OutboundOptions['resolveHost']
 }
 
-export async function createServices(database: Database, { config, clock, log, limits: limitOverrides, credentials, outbound, pluginSettings, metrics = new Metrics(), registrySyncCheckMs }: ServiceOptions): Promise<Services> {
+export async function createServices(database: Database, { config, clock, log, limits: limitOverrides, credentials, outbound, pluginSettings, metrics = new Metrics(), registrySyncCheckMs, connectionRefreshMs }: ServiceOptions): Promise<Services> {
   const settings = new SettingsService({
     repository: settingsRepository(database),
     box: createSecretBox(deriveKey(config.encryptionSecret, 'settings-encryption')),
@@ -227,6 +234,8 @@ export async function createServices(database: Database, { config, clock, log, l
   // The sync's own limits; OUTBOUND_ALLOWED_HOSTS may reach the operator's network, over http too.
   const upstream = new OutboundFetch({ allowedHosts: config.outboundAllowedHosts, ca: outbound?.ca, resolveHost: outbound?.resolveHost, timeoutMs: SYNC_TIMEOUT_MS, maxBytes: SYNC_MAX_BYTES })
   const syncState = syncStateRepository(database)
+  // The requests to remote authorization servers (refreshes): the same address checks, http only for allowed hosts.
+  const connectionFetch = new OutboundFetch({ allowedHosts: config.outboundAllowedHosts, ca: outbound?.ca, resolveHost: outbound?.resolveHost, timeoutMs: outbound?.timeoutMs })
   const registrySync = new RegistrySync({ settings, state: syncState, importer: registryImporter, fetcher: upstream, audit, clock })
   settings.addCheck(UPSTREAM_URL_SETTING, registrySync.checkUrl)
   return {
@@ -243,6 +252,14 @@ export async function createServices(database: Database, { config, clock, log, l
     registryImporter,
     registrySync,
     registrySyncSchedule: new RegistrySyncSchedule({ sync: registrySync, settings, state: syncState, clock, log, everyMs: registrySyncCheckMs }),
+    connectionRefresher: new ConnectionRefresher({
+      database, connections: connectionRows, stamps, tokens: connectionTokens, audit, clock, log, everyMs: connectionRefreshMs,
+      grant: new RefreshGrant({
+        fetch: connectionFetch.fetcher({ allowHttp: true }), allowHttp: (url) => connectionFetch.isAllowedHost(url),
+        clients: upstreamClientsRepository(database), tokens: connectionTokens,
+        metadataDocumentClientId: `${config.publicUrl.replace(/\/+$/, '')}/api/oauth/upstream/client.json`,
+      }),
+    }),
     serverJsonExporter: new ServerJsonExporter({ serverService, versions: serverVersionsRepository(database), publicUrl: config.publicUrl }),
     database, settings, mail, users, teams, auditEvents, audit, passwords, sessions, accounts, emailFlows, limits,
     administration: new UserAdministration({ database, users, teamService, audit, clock }),

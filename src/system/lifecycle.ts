@@ -102,6 +102,7 @@ export class DatabaseLifecycle {
   async close(): Promise<void> {
     clearInterval(this.purgeTimer)
     this.services?.registrySyncSchedule.stop()
+    this.services?.connectionRefresher.stop()
     this.services?.channel.close()
     const services = this.services
     this.services = null
@@ -159,6 +160,7 @@ export class DatabaseLifecycle {
       void purge()
       this.purgeTimer = setInterval(purge, PURGE_EVERY_MS).unref()
       services.registrySyncSchedule.start()
+      services.connectionRefresher.start()
     } catch (error) {
       await database.close().catch(() => {})
       throw error

@@ -10,8 +10,14 @@ import type { ConnectionTokens, TokensBox } from './tokens-box.js'
  * (RFC 8707). Every request goes through the SSRF-guarded fetch it is given.
  */
 
-/** A fetch that checks addresses and follows no redirect (src/lib/outbound-fetch.ts). */
-export type GuardedFetch = (url: string, init: RequestInit) => Promise<Response>
+/** A fetch that checks addresses and follows no redirect (src/lib/outbound-fetch.ts), as oauth4webapi calls it. */
+export type GuardedFetch = (url: string, init: {
+  method?: string
+  headers?: Record<string, string>
+  body?: string | URLSearchParams | null
+  redirect?: string
+  signal?: AbortSignal | null
+}) => Promise<Response>
 
 export type RefreshOutcome =
   | { kind: 'refreshed'; tokens: ConnectionTokens; lifetimeSeconds: number | null }
