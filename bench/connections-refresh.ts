@@ -6,12 +6,7 @@ import { join } from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../src/app.js'
 import { loadConfig } from '../src/config.js'
-import { connectionsRepository } from '../src/db/repositories/connections.js'
-import { desiredStamps } from '../src/db/repositories/desired-stamps.js'
-import { upstreamClientsRepository } from '../src/db/repositories/upstream-clients.js'
-import { systemClock } from '../src/lib/clock.js'
-import { RefreshGrant } from '../src/modules/connections/refresh-grant.js'
-import { ConnectionRefresher } from '../src/modules/connections/refresher.js'
+import type { ConnectionRefresher } from '../src/modules/connections/refresher.js'
 import { connectionTokensBox } from '../src/modules/connections/tokens-box.js'
 import { createTestDatabase } from '../test/helpers/database.js'
 
@@ -128,32 +123,9 @@ async function startTokenServer(): Promise<TokenServer> {
 
 // ---- The service's side ----
 
-/**
- * One instance's refresher, made of the product's parts on that instance's database handle. The
- * bench ticks it itself, so its timer is never started. The token server is on loopback, so the
- * outbound address check would refuse it unless allowed: requests go through a plain fetch that
- * follows no redirect, as the guarded one does.
- */
-function refresherOf(app: FastifyInstance, tokens: TokenServer): ConnectionRefresher {
-  const { database, audit } = app.services
-  const box = connectionTokensBox(SECRET)
-  const quiet = { info: () => undefined, warn: () => undefined, error: (object: object, message: string) => console.error(message, object) }
-  return new ConnectionRefresher({
-    database,
-    connections: connectionsRepository(database),
-    stamps: desiredStamps(database),
-    tokens: box,
-    grant: new RefreshGrant({
-      fetch: (url, init) => fetch(url, { ...init, redirect: 'manual' }),
-      allowHttp: (url) => url.host === tokens.host,
-      clients: upstreamClientsRepository(database),
-      tokens: box,
-      metadataDocumentClientId: 'http://127.0.0.1:3999/api/oauth/upstream/client.json',
-    }),
-    audit,
-    clock: systemClock,
-    log: quiet,
-  })
+/** One instance's refresher, as the service builds it; the bench ticks it itself (its timer's interval is a day). */
+function refresherOf(app: FastifyInstance): ConnectionRefresher {
+  return app.services.connectionRefresher
 }
 
 async function inject(app: FastifyInstance, method: 'GET' | 'POST', url: string, cookie: string | undefined, payload?: unknown): Promise<any> {
@@ -227,7 +199,7 @@ async function benchDialect(dialect: 'sqlite' | 'postgresql'): Promise<void> {
       RATE_LIMIT_ENABLED: 'false', OUTBOUND_ALLOWED_HOSTS: tokens.host,
     })
     for (let i = 0; i < 2; i++) {
-      const app = await buildApp(config, { logger: false })
+      const app = await buildApp(config, { logger: false, connectionRefreshMs: 24 * 3600_000 })
       await app.ready()
       apps.push(app)
     }
@@ -237,7 +209,7 @@ async function benchDialect(dialect: 'sqlite' | 'postgresql'): Promise<void> {
     await seedConnections(apps[0]!, tokens, place, startAt)
     console.log(`${dialect}: ${TOTAL} connections written in ${round((performance.now() - seedStarted) / 1000)} s, ${DUE} due`)
 
-    const refreshers = apps.map((app) => refresherOf(app, tokens))
+    const refreshers = apps.map(refresherOf)
     const durations: number[][] = [[], []]
     const busy = [0, 0]
     const outcomes = [{ refreshed: 0, expired: 0, postponed: 0, lost: 0 }, { refreshed: 0, expired: 0, postponed: 0, lost: 0 }]

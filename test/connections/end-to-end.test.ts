@@ -160,8 +160,8 @@ describe.skipIf(!chromiumRequired || !satelliteBuilt)('connections end to end', 
       ;({ app } = await ctx.build({
         env: { PUBLIC_URL: base, RATE_LIMIT_ENABLED: 'false', OUTBOUND_ALLOWED_HOSTS: allowed },
         logger: logs.logger,
-        connectionRefreshIntervalMs: REFRESH_INTERVAL_MS,
-      } as Parameters<TestContext['build']>[0]))
+        connectionRefreshMs: REFRESH_INTERVAL_MS,
+      }))
       await app.listen({ host: '127.0.0.1', port })
       call = client(app)
       const fresh = (name: string) => signUp(app, `${name}_${dialect}_${++seq}`)
