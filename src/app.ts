@@ -46,6 +46,7 @@ import { systemRoutes } from './system/routes.js'
 import { categoryRoutes } from './modules/catalogue/categories-routes.js'
 import { serverRoutes } from './modules/catalogue/servers-routes.js'
 import { installationRoutes } from './modules/installations/routes.js'
+import { connectionRoutes } from './modules/connections/routes.js'
 import { channelRoutes } from './modules/channel/routes.js'
 import { versionRoutes } from './modules/catalogue/versions-routes.js'
 import { registryImportRoutes } from './modules/registry/import-routes.js'
@@ -235,6 +236,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await app.register(registrationTokenRoutes)
     await app.register(satelliteAgentRoutes)
     await app.register(installationRoutes)
+    await app.register(connectionRoutes)
     await app.register(channelRoutes)
     await app.register(satelliteKeyRoutes)
     await app.register(satelliteOfflineRoutes)

@@ -39,9 +39,6 @@ import { CatalogueImporter, type RegistryImporter } from './modules/registry/imp
 import { syncStateRepository } from './modules/registry/sync-state.js'
 import { RegistrySync, SYNC_MAX_BYTES, SYNC_TIMEOUT_MS, UPSTREAM_URL_SETTING } from './modules/registry/sync.js'
 import { connectionStatuses } from './db/repositories/connection-statuses.js'
-import { connectionsRepository } from './db/repositories/connections.js'
-import { connectionTokensBox } from './modules/connections/tokens-box.js'
-import { upstreamClientsRepository } from './db/repositories/upstream-clients.js'
 import { RefreshGrant } from './modules/connections/refresh-grant.js'
 import { ConnectionRefresher } from './modules/connections/refresher.js'
 import { RegistrySyncSchedule } from './modules/registry/sync-schedule.js'
@@ -65,6 +62,16 @@ import { TeamService } from './modules/teams/service.js'
 import { ProviderClient } from './modules/provider-login/client.js'
 import { ProviderLogin } from './modules/provider-login/service.js'
 import { ClientIdDocuments } from './oauth2/client-id-documents.js'
+import { connectionsRepository, type ConnectionEnding, type ConnectionsRepository } from './db/repositories/connections.js'
+import { upstreamClientsRepository } from './db/repositories/upstream-clients.js'
+import { UpstreamClients } from './modules/connections/clients.js'
+import { Discovery } from './modules/connections/discovery.js'
+import { canonicalResource } from './modules/connections/resource.js'
+import { ConnectFlow } from './modules/connections/flow.js'
+import { Registration } from './modules/connections/registration.js'
+import { Revoker } from './modules/connections/revocation.js'
+import { ConnectionService } from './modules/connections/service.js'
+import { connectionTokensBox, type TokensBox } from './modules/connections/tokens-box.js'
 import { FetchBudget } from './oauth2/fetch-budget.js'
 import { OAuthServer } from './oauth2/server.js'
 
@@ -109,6 +116,20 @@ export interface Services {
   installations: InstallationService
   /** The satellite control channel: desired-state documents, long-polls and reports. */
   channel: Channel
+  /** Connections to OAuth-protected remote servers: views and endings. */
+  connections: ConnectionService
+  /** The connect flow (start, callback). */
+  connectFlow: ConnectFlow
+  /** Metadata of remote servers and their authorization servers, read through the outbound guard. */
+  discovery: Discovery
+  /** This service as a client of remote authorization servers. */
+  upstreamRegistration: Registration
+  /** Global admins' view of those registrations. */
+  upstreamClients: UpstreamClients
+  /** The rows of connections (the refresher and the desired-state documents read them). */
+  connectionRows: ConnectionsRepository
+  /** Seals and opens connection tokens. */
+  connectionTokens: TokensBox
   /** The items of extension plugins' collections. */
   pluginItems: PluginItemsRepository
   limits: AbuseLimits
@@ -175,7 +196,10 @@ export async function createServices(database: Database, { config, clock, log, l
     database, users, tokens: emailTokens, sessionsRepository: sessionRows, oauth: oauthRows,
     passwords, settings, mail, audit, digest, clock, config,
   })
-  const teamService = new TeamService({ database, teams, users, settings, audit, clock })
+  // Built further down with the connections; the team and user endings call it through this.
+  let endConnections: ConnectionEnding = async () => async () => {}
+  const endingsLater: ConnectionEnding = (filter, reason, tx) => endConnections(filter, reason, tx)
+  const teamService = new TeamService({ database, teams, users, settings, audit, clock, endConnections: endingsLater })
   const accounts = new AccountService({
     database, users, teams, sessionsRepository: sessionRows, oauth: oauthRows, sessions, passwords, settings, audit, emailFlows, limits, clock, metrics: metrics.logins,
   })
@@ -195,11 +219,24 @@ export async function createServices(database: Database, { config, clock, log, l
   const search = serverSearch(database, { trigram })
   const valueBox = installationValueBox(config.encryptionSecret)
   const stamps = desiredStamps(database)
-  const connectionRows = connectionsRepository(database)
+  // Connections: every request to a remote server or its authorization server goes through the guard.
   const connectionTokens = connectionTokensBox(config.encryptionSecret)
+  const connectionRows = connectionsRepository(database)
+  const discovery = new Discovery({
+    outbound: new OutboundFetch({ allowedHosts: config.outboundAllowedHosts, ca: outbound?.ca, resolveHost: outbound?.resolveHost, timeoutMs: outbound?.timeoutMs ?? 10_000, maxBytes: 256 * 1024 }),
+    probe: new OutboundFetch({ allowedHosts: config.outboundAllowedHosts, ca: outbound?.ca, resolveHost: outbound?.resolveHost, timeoutMs: 3_000 }),
+  })
+  const upstreamRows = upstreamClientsRepository(database)
+  const upstreamRegistration = new Registration({ clients: upstreamRows, discovery, box: connectionTokens, audit, clock, publicUrl: config.publicUrl })
+  const connections = new ConnectionService({
+    database, connections: connectionRows, installations: installationsRepository(database), teams, stamps, box: connectionTokens, audit,
+    revoker: new Revoker({ discovery, registration: upstreamRegistration, box: connectionTokens, log }),
+  })
+  endConnections = (filter, reason, tx) => connections.end(filter, reason, tx).then((ended) => ended.after)
   const installations = new InstallationService({
     database, installations: installationsRepository(database), servers, versions: serverVersionsRepository(database),
     satellites: satellitesRepository(database), teams, stamps, channel: channelRepository(database), box: valueBox, audit, clock,
+    oauth: { probe: (url) => discovery.probe(url), canonical: canonicalResource }, endConnections: endingsLater,
     connectionStatuses: connectionStatuses(database),
     placementRules: async () => ({
       teamServersOnGlobal: await settings.get('global.team_servers_on_global_satellites'),
@@ -238,7 +275,18 @@ export async function createServices(database: Database, { config, clock, log, l
   const connectionFetch = new OutboundFetch({ allowedHosts: config.outboundAllowedHosts, ca: outbound?.ca, resolveHost: outbound?.resolveHost, timeoutMs: outbound?.timeoutMs })
   const registrySync = new RegistrySync({ settings, state: syncState, importer: registryImporter, fetcher: upstream, audit, clock })
   settings.addCheck(UPSTREAM_URL_SETTING, registrySync.checkUrl)
+  const connectFlow = new ConnectFlow({
+    database, connections: connectionRows, installations: installationsRepository(database), teams, stamps, discovery,
+    registration: upstreamRegistration, box: connectionTokens, digest, audit, clock,
+  })
   return {
+    connections,
+    connectFlow,
+    discovery,
+    upstreamRegistration,
+    upstreamClients: new UpstreamClients({ clients: upstreamRows, box: connectionTokens, audit, clock, isAllowedHost: (url) => discovery.isAllowedHost(url) }),
+    connectionRows,
+    connectionTokens,
     registrationTokens,
     satellites,
     keyChange,
@@ -262,7 +310,7 @@ export async function createServices(database: Database, { config, clock, log, l
     }),
     serverJsonExporter: new ServerJsonExporter({ serverService, versions: serverVersionsRepository(database), publicUrl: config.publicUrl }),
     database, settings, mail, users, teams, auditEvents, audit, passwords, sessions, accounts, emailFlows, limits,
-    administration: new UserAdministration({ database, users, teamService, audit, clock }),
+    administration: new UserAdministration({ database, users, teamService, audit, clock, endConnections: endingsLater }),
     teamService,
     providerLogin: new ProviderLogin({
       database, client: new ProviderClient(config.providerOauthUrl, config.providerApiUrl), users, teams,
@@ -275,6 +323,7 @@ export async function createServices(database: Database, { config, clock, log, l
       await emailTokens.purgeExpired(now)
       await providerStates.purgeExpired(now)
       await oauthRows.purgeExpired(now)
+      await connectionRows.purgeExpiredFlows(now)
       await registrationTokenRows.purgeExpired(new Date(now.getTime() - REGISTRATION_TOKEN_RETENTION_MS))
     },
     credentials: {

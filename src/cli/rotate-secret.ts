@@ -21,7 +21,7 @@ try {
   const database = openDatabase(config.database, { poolSize: 1, onPoolError: (error) => console.error(error.message) })
   try {
     await database.migrate()
-    const { settings, installationValues } = await rotateEncryptionSecret(database, { from, to: config.encryptionSecret })
+    const { settings, installationValues, connections } = await rotateEncryptionSecret(database, { from, to: config.encryptionSecret })
     const list = (keys: string[]) => (keys.length === 0 ? 'none' : keys.join(', '))
     console.info(`Re-encrypted with ENCRYPTION_SECRET: ${list(settings.reencrypted)}.`)
     if (settings.current.length > 0) console.info(`Already under ENCRYPTION_SECRET, left as they are: ${list(settings.current)}.`)
@@ -30,6 +30,7 @@ try {
       `Installation secret values: ${installationValues.reencrypted} re-encrypted, ` +
         `${installationValues.current} already under ENCRYPTION_SECRET.`,
     )
+    console.info(`Connection tokens and upstream client secrets: ${connections.reencrypted} re-encrypted, ${connections.current} already under ENCRYPTION_SECRET.`)
     console.info('Sessions, OAuth tokens, satellite keys and registration tokens issued under the old secret no longer work.')
   } finally {
     await database.close()

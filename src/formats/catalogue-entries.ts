@@ -138,6 +138,9 @@ export const ServerRemote = Type.Object({
   url: RemoteUrl,
   headers: Type.Optional(Type.Array(RemoteHeader, { maxItems: 50, description: 'HTTP headers a client sends, as the registry format\'s key-value inputs.' })),
   variables: remoteVariables('Values for the `{name}` segments of `url`, by name, as the registry format\'s inputs.'),
+  auth: Type.Optional(Type.Literal('oauth', {
+    description: 'The remote server asks for OAuth sign-in (MCP authorization): installations get an input of kind `oauth` without probing the server first.',
+  })),
 }, { additionalProperties: false })
 export type ServerRemote = Static<typeof ServerRemote>
 

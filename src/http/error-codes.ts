@@ -32,6 +32,8 @@ export const ERROR_CODES = [
   // Installations
   'INSTALLATION_NAME_TAKEN', 'VERSION_NOT_INSTALLABLE', 'SERVER_IN_USE',
   'SATELLITE_QUOTA_EXCEEDED',
+  // Connections to OAuth-protected remote servers
+  'UPSTREAM_CLIENT_REQUIRED', 'UPSTREAM_ERROR', 'CONNECTION_STATE_INVALID', 'CONNECTION_FAILED',
   // Mail
   'EMAIL_DISABLED', 'SMTP_NOT_CONFIGURED', 'SMTP_ERROR',
   // The service and its database

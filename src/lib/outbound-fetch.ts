@@ -32,7 +32,7 @@ export interface ResolvedAddress {
 export interface OutboundResponse {
   status: number
   headers: IncomingHttpHeaders
-  /** Read for a 200 only; empty for any other status. */
+  /** Read for a 200 only (any status for `fetcher`); empty for any other status. */
   body: Buffer
 }
 
@@ -45,6 +45,15 @@ export interface RequestOptions {
    */
   allowHttp?: boolean
 }
+
+/** A fetch-compatible function (what oauth4webapi's `customFetch` is called with). */
+export type GuardedFetch = (input: string | URL | Request, init?: {
+  method?: string
+  headers?: Record<string, string> | Headers | Array<[string, string]>
+  body?: string | URLSearchParams | null
+  redirect?: string
+  signal?: AbortSignal | null
+}) => Promise<Response>
 
 export type OutboundFailure = 'not_https' | 'refused_address' | 'unresolvable' | 'timeout' | 'too_large' | 'network'
 
@@ -87,6 +96,35 @@ export class OutboundFetch {
       const target = await Promise.race([this.resolve(url), timedOut])
       return Promise.race([this.fetch(url, target, headers, signal), timedOut])
     })
+  }
+
+  /**
+   * The same guard as a fetch-compatible function, for libraries that take one (oauth4webapi's
+   * `customFetch`): any method, headers and a string or form body; the address checked and pinned
+   * as for `get`; redirects never followed (the 3xx is answered as it is); the body read whatever
+   * the status (an OAuth error is a 400 with a JSON body), within the size limit. `allowHttp`
+   * admits plain http for allowed hosts only, as for `get`.
+   */
+  fetcher(options: RequestOptions = {}): GuardedFetch {
+    return async (input, init = {}) => {
+      const url = new URL(typeof input === 'string' || input instanceof URL ? input : input.url)
+      this.checkScheme(url, options)
+      const headers: Record<string, string> = {}
+      new Headers(init.headers).forEach((value, key) => { headers[key] = value })
+      const body = init.body === undefined || init.body === null ? undefined : init.body.toString()
+      if (body !== undefined && headers['content-type'] === undefined && init.body instanceof URLSearchParams) headers['content-type'] = 'application/x-www-form-urlencoded;charset=UTF-8'
+      const answer = await this.withinTimeout(async (signal, timedOut) => {
+        const target = await Promise.race([this.resolve(url), timedOut])
+        return Promise.race([this.fetch(url, target, headers, signal, { method: init.method ?? 'GET', body, anyStatus: true }), timedOut])
+      })
+      const responseHeaders = new Headers()
+      for (const [name, value] of Object.entries(answer.headers)) {
+        if (Array.isArray(value)) for (const one of value) responseHeaders.append(name, one)
+        else if (value !== undefined) responseHeaders.set(name, value)
+      }
+      const empty = answer.status === 204 || answer.status === 304 || (answer.status >= 100 && answer.status < 200)
+      return new Response(empty ? null : new Uint8Array(answer.body), { status: answer.status, headers: responseHeaders })
+    }
   }
 
   /**
@@ -163,16 +201,17 @@ export class OutboundFetch {
     return addresses[0]!
   }
 
-  private fetch(url: URL, target: ResolvedAddress, headers: Record<string, string>, signal: AbortSignal): Promise<OutboundResponse> {
+  private fetch(url: URL, target: ResolvedAddress, headers: Record<string, string>, signal: AbortSignal,
+    { method = 'GET', body, anyStatus = false }: { method?: string; body?: string; anyStatus?: boolean } = {}): Promise<OutboundResponse> {
     const pinned: LookupFunction = (_hostname, options, callback) => {
       if (options.all === true) (callback as (error: null, addresses: ResolvedAddress[]) => void)(null, [target])
       else callback(null, target.address, target.family)
     }
     return new Promise((resolve, reject) => {
-      const options = { method: 'GET', headers, agent: false, lookup: pinned, signal }
+      const options = { method, headers: body === undefined ? headers : { ...headers, 'content-length': String(Buffer.byteLength(body)) }, agent: false, lookup: pinned, signal }
       const answered = (response: IncomingMessage) => {
         const status = response.statusCode ?? 0
-        if (status !== 200) {
+        if (status !== 200 && !anyStatus) {
           response.destroy()
           resolve({ status, headers: response.headers, body: Buffer.alloc(0) })
           return
@@ -207,7 +246,7 @@ export class OutboundFetch {
         ? httpRequest(url, options, answered)
         : httpsRequest(url, { ...options, ...(this.ca === undefined ? {} : { ca: this.ca }) }, answered)
       outgoing.on('error', (error) => reject(networkError(error)))
-      outgoing.end()
+      outgoing.end(body)
     })
   }
 

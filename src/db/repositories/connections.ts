@@ -23,6 +23,16 @@ export interface ConnectionFilter {
   owner?: string
 }
 
+/** Why connections end (the audit event's `details.reason`). */
+export type EndingReason = 'deleted' | 'member_left' | 'member_removed' | 'installation_deleted' | 'input_removed' | 'user_deleted' | 'team_deleted'
+
+/**
+ * How other modules end connections inside their own transaction (a member leaving, an
+ * installation, user or team deleted): the rows `filter` names are deleted there, and the answer
+ * is what to run once that transaction committed (revoking the tokens upstream).
+ */
+export type ConnectionEnding = (filter: ConnectionFilter, reason: EndingReason, tx: Db) => Promise<() => Promise<void>>
+
 /** The fields a new or replaced connection is written with. */
 export type NewConnection = Omit<ConnectionRow, 'tokenRevision' | 'failures' | 'leaseOwner' | 'leaseUntil'>
 
@@ -157,6 +167,14 @@ export function connectionsRepository(database: Database, executor: Db = databas
     async reseal(id: string, sealed: string, previous: string): Promise<boolean> {
       const rows = await db.update(c).set({ sealed }).where(and(eq(c.id, id), eq(c.sealed, previous))).returning({ id: c.id })
       return rows.length === 1
+    },
+
+    /** The satellites those installations are placed on (whose documents a change of connections moves). */
+    async satellitesOf(installationIds: string[]): Promise<Array<string | null>> {
+      if (installationIds.length === 0) return []
+      const i = t.mcpInstallations
+      const rows = await db.select({ satelliteId: i.satelliteId }).from(i).where(inArray(i.id, installationIds))
+      return rows.map((row) => row.satelliteId)
     },
 
     async insertFlow(row: ConnectionFlowRow): Promise<void> {

@@ -1,3 +1,4 @@
+import type { ConnectionEnding } from '../../db/repositories/connections.js'
 import { roleHas, type GlobalRole, type Permission } from '../../auth/permissions.js'
 import { sessionsRepository } from '../../db/repositories/sessions.js'
 import type { UserFilter, UserRow, UsersRepository } from '../../db/repositories/users.js'
@@ -14,6 +15,8 @@ export interface Deps {
   teamService: TeamService
   audit: AuditLog
   clock: Clock
+  /** Ends the user's connections to remote servers; revocation runs after the commit. */
+  endConnections?: ConnectionEnding
 }
 
 /** Who acts, as the policy hook saw them. Their role is read again under the lock. */
@@ -109,6 +112,7 @@ export class UserAdministration {
   async remove(id: string, actor: Actor): Promise<void> {
     if (id === actor.id) throw errors.conflict('CANNOT_DELETE_SELF', 'You cannot delete your own account here.')
     const { database, users, teamService, audit } = this.deps
+    const afterCommit: Array<() => Promise<void>> = []
     await database.transaction(async (tx) => {
       const txUsers = users.with(tx)
       await txUsers.lockAdmins()
@@ -117,10 +121,13 @@ export class UserAdministration {
       if (user.roleId === 'global_admin' && (await txUsers.countAdmins()) <= 1) throw lastAdmin()
       await this.assertStillPermitted(txUsers, actor, 'users.delete')
       await sessionsRepository(database, tx).deleteForUser(id)
-      await teamService.handOverOwnedTeams(id, tx)
+      // Their connections to remote servers end (and are revoked upstream once this commits).
+      if (this.deps.endConnections !== undefined) afterCommit.push(await this.deps.endConnections({ userId: id }, 'user_deleted', tx))
+      await teamService.handOverOwnedTeams(id, tx, afterCommit)
       await txUsers.delete(id)
       await audit.record('user.deleted', { actorId: actor.id, ip: actor.ip, target: id, details: { username: user.username, role_id: user.roleId } }, tx)
     })
+    for (const after of afterCommit) await after()
   }
 
   /**

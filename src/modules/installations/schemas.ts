@@ -32,6 +32,14 @@ const UserScoped = Type.Array(InputKey, {
   maxItems: 100, uniqueItems: true,
   description: 'The keys each member sets for themselves (a personal token, say); every other input is set once for the team.',
 })
+const Auth = Type.Literal('oauth', {
+  description: 'The remote server asks for OAuth sign-in (MCP authorization): the installation gets an input of kind `oauth` without probing the server. ' +
+    'Without it, an installation of a remote target probes the server once (an unauthenticated `initialize`, 3 s at most); a 401 with a Bearer challenge adds the input, anything else adds nothing.',
+})
+const TeamConnections = Type.Array(Type.String({ minLength: 7, maxLength: 2100, pattern: '^oauth:\\S' }), {
+  maxItems: 20, uniqueItems: true,
+  description: 'The oauth inputs connected once for the whole team by a team admin (scope `team`); every other oauth input is connected by each member for themselves.',
+})
 const Values = Type.Record(Type.String({ maxLength: 300 }), Type.Union([ValueText, Type.Null()]), {
   maxProperties: 200,
   description: 'Input key → value (text, whatever the format); `null` unsets. Every key is checked before anything is written.',
@@ -189,6 +197,8 @@ export const CreateInstallationBody = Type.Object({
   values: Type.Optional(Values),
   desired: Type.Optional(Desired),
   network: Type.Optional(Network),
+  auth: Type.Optional(Auth),
+  team_connections: Type.Optional(TeamConnections),
 }, {
   ...closed,
   examples: [{ server_id: 'github', user_scoped: ['env:GITHUB_PERSONAL_ACCESS_TOKEN'], values: { 'env:GITHUB_TOOLSETS': 'repos,issues' } }],
@@ -204,6 +214,8 @@ export const UpdateInstallationBody = Type.Object({
   desired: Type.Optional(Desired),
   user_scoped: Type.Optional(UserScoped),
   network: Type.Optional(Network),
+  auth: Type.Optional(Auth),
+  team_connections: Type.Optional(TeamConnections),
 }, { ...closed, minProperties: 1, examples: [{ version: '1.3.0', track_latest: false }, { desired: 'stopped' }] })
 export type UpdateInstallationBody = Static<typeof UpdateInstallationBody>
 

@@ -3,6 +3,9 @@ import { settingsRepository } from '../../db/repositories/settings.js'
 import type { Database } from '../../db/types.js'
 import { rotateSettingsSecret, type RotationReport } from '../settings/secret-rotation.js'
 import { installationValueBox, type ValueBox, type ValuePlace } from './sealed-values.js'
+import { connectionsRepository } from '../../db/repositories/connections.js'
+import { upstreamClientsRepository } from '../../db/repositories/upstream-clients.js'
+import { resealConnections, type ConnectionsReport } from '../connections/secret-rotation.js'
 
 /**
  * Moving the sealed installation values from one ENCRYPTION_SECRET to another, together with the
@@ -20,6 +23,8 @@ export interface InstallationValuesReport {
 export interface SecretRotationReport {
   settings: RotationReport
   installationValues: InstallationValuesReport
+  /** Connection tokens and upstream client secrets. */
+  connections: ConnectionsReport
 }
 
 /** Where a value is kept, as an operator reads it; never what it holds. */
@@ -69,15 +74,18 @@ export async function resealInstallationValues(
 
 /**
  * Re-encrypts everything sealed under ENCRYPTION_SECRET that the database keeps — the secret
- * settings and the installation values — from `from` to `to`, in one transaction, or changes
+ * settings, the installation values and the connections' tokens and client secrets — from `from` to `to`, in one transaction, or changes
  * nothing (`RotationRefused` names every value that opens under neither secret).
  */
 export async function rotateEncryptionSecret(database: Database, secrets: { from: string; to: string }): Promise<SecretRotationReport> {
   let installationValues: InstallationValuesReport = { reencrypted: 0, current: 0 }
+  let connections: ConnectionsReport = { reencrypted: 0, current: 0 }
   const settings = await rotateSettingsSecret(settingsRepository(database), secrets, async (tx) => {
     const { report, refused } = await resealInstallationValues(installationsRepository(database, tx), secrets)
     installationValues = report
-    return refused
+    const sealed = await resealConnections(connectionsRepository(database, tx), upstreamClientsRepository(database, tx), secrets)
+    connections = sealed.report
+    return [...refused, ...sealed.refused]
   })
-  return { settings, installationValues }
+  return { settings, installationValues, connections }
 }

@@ -24,6 +24,9 @@ import { groupConnections, groupValues, inputView, installationView, satelliteOf
 import { Placement, type PlacementRules } from './placement.js'
 import { approvalFor } from './own-values.js'
 import { InstallationMoves, type MovingSatellite } from './moves.js'
+import type { ConnectionEnding } from '../../db/repositories/connections.js'
+import type { InstallationTarget, OAuthInputDetails } from '../../formats/installation-inputs.js'
+import { endedConnectionKeys, remoteOf, scopedConnections, withOAuthInput, type OAuthProbe } from './oauth-inputs.js'
 
 /** How long a member's list may be answered again unchanged (SQLite, nothing written meanwhile). */
 const MY_LIST_REUSE_MS = 1_000
@@ -72,6 +75,10 @@ export class InstallationService {
     clock: Clock
     /** The global admins' placement settings, as they are now. */
     placementRules: () => Promise<PlacementRules>
+    /** Learns whether a remote server asks for OAuth sign-in (absent: no oauth inputs are derived). */
+    oauth?: OAuthProbe
+    /** Ends connections whose oauth input is gone (or changed scope), or whose installation is deleted. */
+    endConnections?: ConnectionEnding
   }) {
     this.placement = new Placement({ installations: deps.installations, satellites: deps.satellites, rules: deps.placementRules, clock: deps.clock })
     this.moves = new InstallationMoves({ ...deps, placement: this.placement })
@@ -153,11 +160,14 @@ export class InstallationService {
     const { installations, audit } = this.deps
     const now = this.now()
     const rules = await this.placement.rules()
+    // Outside the transaction: the probe may take seconds.
+    const oauth = await this.oauthDetails(teamId, body.server_id, body.version, body.target, body.values ?? {}, body.auth, [])
     const id = await this.teamTransaction(teamId, async (tx) => {
       const server = await this.installableServer(body.server_id, teamId, tx)
       const version = await this.installableVersion(server, body.version, tx)
       await this.checkTracking(server, version, body.track_latest, body.version, tx)
       const derived = deriveTarget(server, version, body.target, body.user_scoped ?? [])
+      derived.inputs = scopedConnections(withOAuthInput(derived.inputs, oauth, []), body.team_connections ?? [])
       const problems = checkValues(derived.inputs, body.values ?? {}, 'team')
       if (problems.length > 0) throw errors.validation(problems)
       const network = body.network ?? 'full'
@@ -193,6 +203,12 @@ export class InstallationService {
   async update(teamId: string, id: string, body: UpdateInstallationBody, actor: InstallationActor): Promise<InstallationView> {
     const { installations, audit } = this.deps
     const rules = await this.placement.rules()
+    const before = (await this.detail(teamId, id)).installation
+    // Outside the transaction: the probe may take seconds. Undefined: the oauth input stays as it is.
+    const oauth = body.version !== undefined || body.target !== undefined || body.auth !== undefined || body.track_latest === true
+      ? await this.oauthDetails(teamId, before.serverId, body.version, body.target ?? { kind: before.targetKind, index: before.targetIndex }, {}, body.auth, before.inputs)
+      : undefined
+    let revoke = async () => {}
     await this.teamTransaction(teamId, async (tx) => {
       const current = await this.locked(teamId, id, tx)
       const patch: InstallationPatch = {}
@@ -219,6 +235,18 @@ export class InstallationService {
         const derived = deriveTarget(server, version, target, userScoped, body.user_scoped === undefined)
         Object.assign(patch, { versionId: version.id, targetKind: derived.target.kind, targetIndex: derived.target.index, transport: derived.transport, inputs: derived.inputs })
       }
+      if (patch.inputs !== undefined || oauth !== undefined || body.team_connections !== undefined) {
+        const kept = current.inputs.find((input) => input.kind === 'oauth')?.oauth ?? null
+        const inputs = withOAuthInput(patch.inputs ?? current.inputs, oauth === undefined ? kept : oauth, [])
+        const teamConnections = body.team_connections ?? current.inputs.filter((input) => input.kind === 'oauth' && input.scope === 'team' && inputs.some((next) => next.key === input.key)).map((input) => input.key)
+        patch.inputs = scopedConnections(inputs, teamConnections)
+        for (const key of endedConnectionKeys(current.inputs, patch.inputs)) {
+          if (this.deps.endConnections === undefined) break
+          const after = await this.deps.endConnections({ installationId: id, inputKey: key }, 'input_removed', tx)
+          const previous = revoke
+          revoke = async () => { await previous(); await after() }
+        }
+      }
       checkNetwork(patch.targetKind ?? current.targetKind, patch.network ?? current.network)
       const changed = (Object.keys(patch) as Array<keyof InstallationPatch>).filter((key) => !sameValue(patch[key], current[key]))
       if (changed.length === 0) return
@@ -236,6 +264,7 @@ export class InstallationService {
         },
       }, tx)
     })
+    await revoke()
     return this.get(teamId, id, actor)
   }
 
@@ -292,8 +321,10 @@ export class InstallationService {
 
   /** Removes it with its values; its satellite stops it at its next poll. */
   async delete(teamId: string, id: string, actor: InstallationActor): Promise<void> {
+    let revoke = async () => {}
     await this.teamTransaction(teamId, async (tx) => {
       await this.locked(teamId, id, tx)
+      if (this.deps.endConnections !== undefined) revoke = await this.deps.endConnections({ installationId: id }, 'installation_deleted', tx)
       const row = await this.deps.installations.with(tx).delete(id)
       if (row === null) throw errors.notFound('Installation')
       await this.deps.stamps.with(tx).satellites([row.satelliteId])
@@ -301,6 +332,7 @@ export class InstallationService {
         actorId: actor.userId, ip: actor.ip, target: id, details: { team_id: teamId, name: row.name, server_id: row.serverId },
       }, tx)
     })
+    await revoke()
   }
 
   /**
@@ -354,6 +386,33 @@ export class InstallationService {
   }
 
   // Parts
+
+  /**
+   * The oauth input's details for a remote target: kept from `current` when the resource is the
+   * same, declared by the catalogue's remote or the request (`auth: "oauth"`), else probed. Null
+   * for a package, a URL whose template cannot be filled in, or a server that does not ask.
+   * Errors in the request are left to the transaction, which reports them.
+   */
+  private async oauthDetails(teamId: string, serverId: string, version: string | undefined, target: InstallationTarget | undefined,
+    values: Record<string, string | null>, auth: 'oauth' | undefined, current: readonly InstallationInput[]): Promise<OAuthInputDetails | null> {
+    const probe = this.deps.oauth
+    if (probe === undefined) return null
+    let remote: ReturnType<typeof remoteOf>
+    try {
+      const db = this.deps.database.db
+      const server = await this.installableServer(serverId, teamId, db)
+      const row = await this.installableVersion(server, version, db)
+      remote = remoteOf(server, row, deriveTarget(server, row, target, [], true).target, values)
+    } catch {
+      return null
+    }
+    if (remote === null || remote.url === null) return null
+    const resource = probe.canonical(remote.url)
+    const kept = current.find((input) => input.kind === 'oauth' && input.oauth?.resource === resource)?.oauth
+    if (kept !== undefined) return kept
+    if (auth === 'oauth' || remote.oauth) return { resource, resource_metadata: null, scopes: [] }
+    return probe.probe(remote.url)
+  }
 
   private async views(rows: InstallationDetail[], userId: string): Promise<InstallationView[]> {
     const [values, rules, connections] = await Promise.all([

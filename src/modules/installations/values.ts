@@ -70,6 +70,8 @@ export function checkValues(inputs: readonly InstallationInput[], values: ValueM
     const envName = envNameOfKey(key)
     const loader = envName === null ? null : envNameProblem(envName)
     if (input === undefined) problems.push({ field, message: `${key} is not an input of this installation`, in: 'body' })
+    // A connection is made by signing in (POST …/connections), never set as a value.
+    else if (input.kind === 'oauth') problems.push({ field, message: `${key} is a connection: it is made by signing in (POST …/connections), not set as a value`, in: 'body' })
     // An input of an entry written before the runtime rules: it exists, but takes no value (the
     // satellite's document never carries it either); unsetting one is allowed.
     else if (loader !== null && value !== null) problems.push({ field, message: `${key} cannot be given a value: ${loader}`, in: 'body' })

@@ -1,6 +1,7 @@
 import type { TeamRole } from '../../auth/permissions.js'
 import { asOwnDefaultTeam, type CallerTeam, type TeamRow, type TeamsRepository, type TeamWithCount } from '../../db/repositories/teams.js'
 import type { UsersRepository } from '../../db/repositories/users.js'
+import type { ConnectionEnding } from '../../db/repositories/connections.js'
 import type { Database, Db } from '../../db/types.js'
 import { AppError, errors } from '../../http/errors.js'
 import type { Clock } from '../../lib/clock.js'
@@ -29,7 +30,16 @@ const notMember = () => errors.notFound('Member')
 
 /** Teams, membership and ownership. No Fastify types here. */
 export class TeamService {
-  constructor(private readonly deps: { database: Database; teams: TeamsRepository; users: UsersRepository; settings: SettingsService; audit: AuditLog; clock: Clock }) {}
+  constructor(private readonly deps: {
+    database: Database; teams: TeamsRepository; users: UsersRepository; settings: SettingsService; audit: AuditLog; clock: Clock
+    /** Ends connections to remote servers (a member leaving, a team deleted); revocation runs after the commit. */
+    endConnections?: ConnectionEnding
+  }) {}
+
+  /** Ends the connections `filter` names inside `tx`; answers what to run after the commit. */
+  private async endConnections(filter: Parameters<ConnectionEnding>[0], reason: Parameters<ConnectionEnding>[1], tx: Db): Promise<() => Promise<void>> {
+    return this.deps.endConnections === undefined ? async () => {} : this.deps.endConnections(filter, reason, tx)
+  }
 
   forUser(userId: string): Promise<CallerTeam[]> {
     return this.deps.teams.forUser(userId)
@@ -75,12 +85,15 @@ export class TeamService {
   }
 
   async delete(teamId: string, actor: TeamActor): Promise<void> {
+    let revoke = async () => {}
     await this.inTeam(teamId, async (txTeams, team, tx) => {
       if (team.isDefault) throw defaultTeam('deleted')
       if (team.ownerId !== actor.userId && !actor.isGlobalAdmin) throw onlyOwner()
+      revoke = await this.endConnections({ teamId }, 'team_deleted', tx)
       await txTeams.delete(teamId)
       await this.deps.audit.record('team.deleted', teamEvent(actor, teamId, { name: team.name, owner_id: team.ownerId }), tx)
     })
+    await revoke()
   }
 
   members(teamId: string) {
@@ -128,6 +141,7 @@ export class TeamService {
 
   /** Removing someone needs team.members.manage; leaving needs only membership. The owner cannot go. */
   async removeMember(teamId: string, userId: string, actor: TeamActor): Promise<void> {
+    let revoke = async () => {}
     await this.inTeam(teamId, async (txTeams, team, tx) => {
       const leaving = userId === actor.userId
       if (!leaving && !actor.isGlobalAdmin && (await txTeams.roleOf(actor.userId, teamId)) !== 'team_admin') {
@@ -139,8 +153,11 @@ export class TeamService {
         throw errors.conflict('OWNER_CANNOT_LEAVE', 'The owner cannot be removed or leave; transfer ownership first.')
       }
       await txTeams.removeMember(teamId, userId)
+      // Their own connections to the team's remote servers end with the membership.
+      revoke = await this.endConnections({ teamId, userId }, leaving ? 'member_left' : 'member_removed', tx)
       await this.deps.audit.record(leaving ? 'team.member_left' : 'team.member_removed', teamEvent(actor, teamId, { user_id: userId, role }), tx)
     })
+    await revoke()
   }
 
   /** To a member, who becomes team_admin; by the owner or a global admin. */
@@ -161,7 +178,7 @@ export class TeamService {
    * passes to its longest-standing other team_admin, or is deleted when there is none.
    * Runs inside the deletion's transaction.
    */
-  async handOverOwnedTeams(userId: string, tx: Db): Promise<void> {
+  async handOverOwnedTeams(userId: string, tx: Db, afterCommit: Array<() => Promise<void>> = []): Promise<void> {
     const txTeams = this.deps.teams.with(tx)
     // No team can be created for, or handed to, the user meanwhile.
     await txTeams.lockOwner(userId)
@@ -170,6 +187,7 @@ export class TeamService {
       // Re-read under the lock: a concurrent transfer may have handed it to someone else.
       if ((await txTeams.find(team.id))?.ownerId !== userId) continue
       const successor = await txTeams.successor(team.id, userId)
+      if (successor === null) afterCommit.push(await this.endConnections({ teamId: team.id }, 'team_deleted', tx))
       if (successor === null) await txTeams.delete(team.id)
       else await txTeams.setOwner(team.id, successor, this.now())
       // The deletion's own event names who deleted the user; these say what became of the team.
