@@ -102,7 +102,7 @@ export class DatabaseLifecycle {
   async close(): Promise<void> {
     clearInterval(this.purgeTimer)
     this.services?.registrySyncSchedule.stop()
-    this.services?.connectionRefresher.stop()
+    await this.services?.connectionRefresher.stop()
     this.services?.channel.close()
     const services = this.services
     this.services = null

@@ -90,6 +90,14 @@ describe.each(DIALECTS)('connections in the desired-state document on %s', (dial
     ])
     expect(await opened(instance!, 'header:Authorization')).toBe('Bearer at-team-first-61a0')
     expect(JSON.stringify(await document())).not.toContain('at-team-first')
+    // A line the satellite reports with the token, bare or as the header, is stored masked.
+    const posted = await app.inject({
+      method: 'POST', url: `/api/satellites/${satellite.id}/instances/${instance!.instance_id}/logs`, headers: { authorization: `Bearer ${satellite.apiKey}` },
+      payload: { lines: [{ at: new Date().toISOString(), stream: 'event', text: 'sent Authorization: Bearer at-team-first-61a0 (token at-team-first-61a0)' }] },
+    })
+    expect(posted.statusCode, posted.body).toBe(200)
+    const logs = await call('GET', `${installationOf(a.team.id, installation.id)}/logs`, a.teamAdmin)
+    expect(logs.json().data.logs.map((line: { text: string }) => line.text)).toEqual(['sent Authorization: [secret] (token [secret])'])
     const connected = await view(installation, a.teamUser)
     expect(connected.status).not.toBe('needs_auth')
     expect(connected.inputs.find((input) => input.key === key)?.is_set).toBe(true)

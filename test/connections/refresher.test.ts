@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { ConnectionRow } from '../../src/db/repositories/connections.js'
 import { refreshAtOf } from '../../src/modules/connections/refresher.js'
 import { createTestContext, type TestContext } from '../helpers/app.js'
-import { addOAuthInput, storeConnection, tokensOf } from '../helpers/connection-rows.js'
+import { addOAuthInput, bearerTokens, storeConnection, tokensOf } from '../helpers/connection-rows.js'
 import { DIALECTS } from '../helpers/database.js'
 import { keyPair, unseal, type PrivateKey } from '../helpers/hpke.js'
 import { importDocuments, install, installationOf, weatherDocument, type InstallationBody } from '../helpers/installations.js'
@@ -145,6 +145,33 @@ describe.each(DIALECTS)('connection refresher on %s', (dialect) => {
     const asked = tokenRequests()
     await Promise.all([one.services.connectionRefresher.tick(), two.services.connectionRefresher.tick()])
     expect(tokenRequests()).toBe(asked)
+  })
+
+  it('a failure other than invalid_grant (an issuer the address checks refuse) postpones with a growing wait, never a loop', async () => {
+    const installation = await install(call, a.team.id, a.teamAdmin, {
+      server_id: weatherId, name: 'unreachable', target: { kind: 'remote', index: 0 }, values: { 'urlvar:tenant': 'acme', 'header:X-Api-Key': 'xk-static-0f1e2d' },
+    })
+    const key = await addOAuthInput(one, installation.id, RESOURCE, 'team')
+    // A private address outside OUTBOUND_ALLOWED_HOSTS: refused before any connection.
+    const row = await storeConnection(one, {
+      installationId: installation.id, teamId: a.team.id, userId: null, inputKey: key, issuer: 'http://10.255.255.1', clientId: 'c', tokens: bearerTokens('at-unreachable-1a2b', 'rt-unreachable-3c4d'), refreshAt: past(),
+    })
+    const started = Date.now()
+    await two.services.connectionRefresher.tick()
+    await until(async () => (await tokensOf(one, row.id)).row.failures === 1, { what: 'the first failure', timeoutMs: 10_000 })
+    const first = (await tokensOf(one, row.id)).row
+    expect(first).toMatchObject({ status: 'connected', leaseOwner: null, tokenRevision: row.tokenRevision })
+    expect(first.refreshAt!.getTime() - started).toBeGreaterThanOrEqual(29_000)
+    // Still connected: its current token keeps being sent meanwhile.
+    expect(await authorizationIn(installation.id)).toBe('Bearer at-unreachable-1a2b')
+    // Due again: the wait doubles.
+    await one.services.database.db.update(one.services.database.t.oauthConnections).set({ refreshAt: past() }).where(sql`id = ${row.id}`)
+    await two.services.connectionRefresher.tick()
+    await until(async () => (await tokensOf(one, row.id)).row.failures === 2, { what: 'the second failure', timeoutMs: 10_000 })
+    expect((await tokensOf(one, row.id)).row.refreshAt!.getTime() - Date.now()).toBeGreaterThan(55_000)
+    // Not due: more ticks leave it alone.
+    await Promise.all([one.services.connectionRefresher.tick(), two.services.connectionRefresher.tick()])
+    expect((await tokensOf(one, row.id)).row.failures).toBe(2)
   })
 
   it('two instances ticking at once refresh each due token exactly once', async () => {

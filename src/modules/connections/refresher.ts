@@ -64,6 +64,7 @@ export interface TickOutcome {
 export class ConnectionRefresher {
   private timer: NodeJS.Timeout | undefined
   private running: Promise<TickOutcome> | null = null
+  private stopping = false
   /** This instance's name in leases. */
   readonly owner = `refresher-${randomUUID()}`
 
@@ -88,9 +89,17 @@ export class ConnectionRefresher {
     this.timer.unref()
   }
 
-  stop(): void {
+  /**
+   * Stops ticking; resolves once a tick under way has finished the refreshes it began (before the
+   * database closes). Connections it claimed but did not begin keep their lease until it runs out,
+   * then another instance takes them.
+   */
+  async stop(): Promise<void> {
     clearInterval(this.timer)
     this.timer = undefined
+    this.stopping = true
+    await this.running
+    this.stopping = false
   }
 
   /** One look: refreshes every connection due now. One tick at a time on this instance; never rejects. */
@@ -107,9 +116,9 @@ export class ConnectionRefresher {
     // Metadata is read once per issuer and tick.
     const metadata = new Map<string, Promise<AuthorizationServer>>()
     try {
-      for (;;) {
+      while (!this.stopping) {
         const claimed = await this.deps.connections.claimDue(new Date(this.deps.clock.now()), this.owner, this.deps.leaseMs ?? REFRESH_LEASE_MS, batch)
-        for (let at = 0; at < claimed.length; at += PARALLEL) {
+        for (let at = 0; at < claimed.length && !this.stopping; at += PARALLEL) {
           await Promise.all(claimed.slice(at, at + PARALLEL).map(async (row) => {
             const result = await this.refreshOne(row, metadata)
             outcome[result] += 1
