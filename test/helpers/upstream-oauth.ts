@@ -28,6 +28,8 @@ export interface AuthorizationServerOptions {
    * to where the test serves the document (e.g. the backend's loopback http address).
    */
   clientIdMetadataDocument?: { resolve(url: string): string }
+  /** Clients known from the start (e.g. the credentials a global admin will enter), besides the introspector. */
+  clients?: Array<Record<string, unknown>>
   /** Refresh tokens rotate on every use (default true). */
   rotateRefreshToken?: boolean
 }
@@ -61,7 +63,7 @@ export async function startAuthorizationServer(options: AuthorizationServerOptio
   const cimd = options.clientIdMetadataDocument
 
   const configuration: Configuration = {
-    clients: [{ ...INTROSPECTOR, grant_types: [], response_types: [], redirect_uris: [] }],
+    clients: [{ ...INTROSPECTOR, grant_types: [], response_types: [], redirect_uris: [] }, ...(options.clients ?? [])],
     scopes: ['openid', 'offline_access', 'email', ...scopes],
     claims: { openid: ['sub'], email: ['email'] },
     findAccount: async (_ctx: unknown, id: string) => ({ accountId: id, claims: async () => ({ sub: id, email: `${id}@example.test` }) }),

@@ -53,7 +53,7 @@ export const connectionRoutes: FastifyPluginAsyncTypebox = async (app) => {
   })
 
   app.get(CALLBACK_PATH, {
-    config: { auth: policy.session(), htmlRefusals: { hint: CALLBACK_HINT, links: [{ href: ACCOUNT_PAGES.account, label: 'Your account' }] } },
+    config: { auth: policy.session(), unknownParameters: 'ignore', htmlRefusals: { hint: CALLBACK_HINT, links: [{ href: ACCOUNT_PAGES.account, label: 'Your account' }] } },
     schema: {
       tags, summary: 'Where the authorization server sends the browser back (HTML)',
       description: [
