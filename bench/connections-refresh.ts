@@ -1,9 +1,11 @@
+/// <reference path="../test/helpers/oidc-provider.d.ts" />
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { cpus, loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { FastifyInstance } from 'fastify'
+import Provider from 'oidc-provider'
 import { buildApp } from '../src/app.js'
 import { loadConfig } from '../src/config.js'
 import type { ConnectionRefresher } from '../src/modules/connections/refresher.js'
@@ -39,15 +41,20 @@ const INSERT_CHUNK = 500
 /** Ticks measured after the run, when nothing is due. */
 const IDLE_TICKS = 20
 
+/** The authorization server the refreshers talk to, and what it saw. */
 interface TokenServer {
+  kind: string
   issuer: string
   host: string
   resource: string
-  /** Uses of each connection's refresh tokens: index → the times it was refreshed. */
+  clientId: string
+  /** The refresh token connection n starts with. */
+  firstRefreshToken(n: number): Promise<string>
+  /** Successful refreshes of connection n's tokens: when each happened. */
   refreshedAt: Map<number, number[]>
   /** Refresh tokens presented after they had been used (a second refresh of the same token). */
   reused: number
-  /** Refresh tokens the server never issued. */
+  /** Refresh requests refused for another reason. */
   unknown: number
   requests: number
   close(): Promise<void>
@@ -58,7 +65,7 @@ interface TokenServer {
  * token endpoint for `grant_type=refresh_token` from a public client. Refresh token `rt.<n>.<g>`
  * belongs to connection n, generation g; only the current generation is accepted (rotation).
  */
-async function startTokenServer(): Promise<TokenServer> {
+async function startCountingServer(): Promise<TokenServer> {
   const generation = new Map<number, number>()
   const refreshedAt = new Map<number, number[]>()
   const state = { reused: 0, unknown: 0, requests: 0 }
@@ -113,7 +120,92 @@ async function startTokenServer(): Promise<TokenServer> {
   }
 
   return {
-    issuer, host, resource: `${issuer}/mcp`, refreshedAt,
+    kind: 'a counting token endpoint', issuer, host, resource: `${issuer}/mcp`, clientId: 'bench-client', refreshedAt,
+    firstRefreshToken: async (n) => `rt.${n}.0`,
+    get reused() { return state.reused },
+    get unknown() { return state.unknown },
+    get requests() { return state.requests },
+    close: () => new Promise<void>((resolve) => (http.closeAllConnections(), http.close(() => resolve()))),
+  } as TokenServer
+}
+
+/**
+ * oidc-provider, the library the connection tests use, with refresh-token rotation and resource
+ * indicators (JWT access tokens for the resource), on loopback. Its refresh tokens are minted
+ * directly through its models (a grant per connection, account `bench-<n>`), as the code flow
+ * would have left them. Its storage is a plain Map: the library's own in-memory store keeps only
+ * 1 000 entries. A refresh token used twice is refused by the library itself ("refresh token
+ * already used", and the grant revoked): counted as reused.
+ */
+async function startOidcProvider(): Promise<TokenServer> {
+  const store = new Map<string, Record<string, unknown>>()
+  class MapAdapter {
+    constructor(private readonly model: string) {}
+    private key = (id: string) => `${this.model}:${id}`
+    async upsert(id: string, payload: Record<string, unknown>) { store.set(this.key(id), payload) }
+    async find(id: string) { return store.get(this.key(id)) }
+    async findByUid(uid: string) { return [...store.values()].find((payload) => payload.uid === uid) }
+    async findByUserCode() { return undefined }
+    async consume(id: string) { const payload = store.get(this.key(id)); if (payload !== undefined) payload.consumed = Math.floor(Date.now() / 1000) }
+    async destroy(id: string) { store.delete(this.key(id)) }
+    async revokeByGrantId(grantId: string) { for (const [key, payload] of store) if (payload.grantId === grantId) store.delete(key) }
+  }
+  const http = createServer()
+  await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve))
+  const host = `127.0.0.1:${(http.address() as AddressInfo).port}`
+  const issuer = `http://${host}`
+  const resource = `${issuer}/mcp`
+  const clientId = 'bench-client'
+  const provider = new Provider(issuer, {
+    adapter: MapAdapter as never,
+    clients: [{ client_id: clientId, token_endpoint_auth_method: 'none', grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], redirect_uris: ['http://127.0.0.1:3999/api/oauth/upstream/callback'] }],
+    scopes: ['openid', 'offline_access', 'mcp:tools'],
+    findAccount: async (_ctx: unknown, id: string) => ({ accountId: id, claims: async () => ({ sub: id }) }),
+    rotateRefreshToken: true,
+    ttl: { AccessToken: 3600, RefreshToken: 14 * 24 * 3600, Grant: 14 * 24 * 3600 },
+    features: {
+      devInteractions: { enabled: false },
+      resourceIndicators: {
+        enabled: true,
+        defaultResource: () => resource,
+        useGrantedResource: () => true,
+        getResourceServerInfo: () => ({ scope: 'mcp:tools', audience: resource, accessTokenTTL: 3600, accessTokenFormat: 'jwt', jwt: { sign: { alg: 'RS256' } } }),
+      },
+    },
+  })
+  const refreshedAt = new Map<number, number[]>()
+  const state = { reused: 0, unknown: 0, requests: 0 }
+  const indexOf = (accountId: unknown) => Number(String(accountId).replace(/^bench-/, ''))
+  const events = provider as unknown as { on(event: string, listener: (ctx: { oidc: { entities: Record<string, unknown> } }, error?: unknown) => void): void }
+  events.on('grant.success', (ctx) => {
+    const rotated = ctx.oidc.entities.RotatedRefreshToken as { accountId: string } | undefined
+    if (rotated === undefined) return
+    const n = indexOf(rotated.accountId)
+    refreshedAt.set(n, [...(refreshedAt.get(n) ?? []), Date.now()])
+  })
+  events.on('grant.error', (_ctx, error) => {
+    if (/already used/.test((error as { error_description?: string }).error_description ?? '')) state.reused += 1
+    else state.unknown += 1
+  })
+  const callback = provider.callback()
+  http.on('request', (request, response) => {
+    if (request.url?.startsWith('/token')) state.requests += 1
+    void callback(request, response)
+  })
+  const models = provider as unknown as {
+    Client: { find(id: string): Promise<unknown> }
+    Grant: new (fields: { accountId: string; clientId: string }) => { addResourceScope(resource: string, scope: string): void; save(): Promise<string> }
+    RefreshToken: new (fields: Record<string, unknown>) => { save(): Promise<string> }
+  }
+  const client = await models.Client.find(clientId)
+  return {
+    kind: 'oidc-provider', issuer, host, resource, clientId, refreshedAt,
+    async firstRefreshToken(n) {
+      const grant = new models.Grant({ accountId: `bench-${n}`, clientId })
+      grant.addResourceScope(resource, 'mcp:tools')
+      const grantId = await grant.save()
+      return new models.RefreshToken({ client, accountId: `bench-${n}`, grantId, gty: 'authorization_code', scope: 'mcp:tools', resource, expiresWithSession: false }).save()
+    },
     get reused() { return state.reused },
     get unknown() { return state.unknown },
     get requests() { return state.requests },
@@ -156,10 +248,11 @@ async function seedConnections(app: FastifyInstance, tokens: TokenServer, place:
   const box = connectionTokensBox(SECRET)
   const now = new Date()
   await db.insert(t.upstreamOauthClients).values({
-    issuer: tokens.issuer, method: 'manual', clientId: 'bench-client', clientSecretSealed: null, tokenEndpointAuthMethod: 'none', registeredAt: now, updatedAt: now,
+    issuer: tokens.issuer, method: 'manual', clientId: tokens.clientId, clientSecretSealed: null, tokenEndpointAuthMethod: 'none', registeredAt: now, updatedAt: now,
   }).onConflictDoNothing()
   for (let from = 0; from < TOTAL; from += INSERT_CHUNK) {
     const indexes = Array.from({ length: Math.min(INSERT_CHUNK, TOTAL - from) }, (_, i) => from + i)
+    const refreshTokens = await Promise.all(indexes.map((n) => (n < DUE ? tokens.firstRefreshToken(n) : Promise.resolve(`rt.${n}.0`))))
     const users = indexes.map((n) => ({ id: `bench-user-${n}`, username: `bench_user_${n}`, email: `bench-user-${n}@example.com`, createdAt: now, updatedAt: now }))
     await db.insert(t.users).values(users)
     await db.insert(t.oauthConnections).values(indexes.map((n) => {
@@ -167,9 +260,9 @@ async function seedConnections(app: FastifyInstance, tokens: TokenServer, place:
       const expiresAt = new Date(due ? startAt + DUE_EXPIRY_MS : startAt + 2 * 3600_000)
       return {
         id: `bench-connection-${n}`, installationId: place.installationId, teamId: place.teamId, userId: `bench-user-${n}`, owner: `bench-user-${n}`,
-        inputKey: place.key, issuer: tokens.issuer, clientId: 'bench-client', status: 'connected' as const,
+        inputKey: place.key, issuer: tokens.issuer, clientId: tokens.clientId, status: 'connected' as const,
         sealed: box.sealTokens({ installationId: place.installationId, userId: `bench-user-${n}`, inputKey: place.key }, {
-          access_token: `at.${n}.0`, refresh_token: `rt.${n}.0`, token_type: 'Bearer', expires_at: expiresAt.toISOString(), scope: 'mcp', account: null,
+          access_token: `at.${n}.0`, refresh_token: refreshTokens[n - from]!, token_type: 'Bearer', expires_at: expiresAt.toISOString(), scope: 'mcp', account: null,
         }),
         // Due ones spread over the last minute, as connections made at different times would be.
         refreshAt: due ? new Date(startAt - 60_000 + (n * 60_000) / DUE) : new Date(expiresAt.getTime() - 5 * 60_000),
@@ -188,10 +281,10 @@ function tickFigures(durations: number[], busy: number): TickFigures {
   return { ticks: sorted.length, busyTicks: busy, p50Ms: round(sorted[Math.floor(sorted.length / 2)] ?? 0), maxMs: round(sorted.at(-1) ?? 0) }
 }
 
-async function benchDialect(dialect: 'sqlite' | 'postgresql'): Promise<void> {
+async function benchDialect(dialect: 'sqlite' | 'postgresql', server: 'counting' | 'oidc-provider'): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'bench-connections-'))
   const database = await createTestDatabase(dialect, dataDir)
-  const tokens = await startTokenServer()
+  const tokens = server === 'counting' ? await startCountingServer() : await startOidcProvider()
   const apps: FastifyInstance[] = []
   try {
     const config = loadConfig({
@@ -207,7 +300,7 @@ async function benchDialect(dialect: 'sqlite' | 'postgresql'): Promise<void> {
     const seedStarted = performance.now()
     const startAt = Date.now()
     await seedConnections(apps[0]!, tokens, place, startAt)
-    console.log(`${dialect}: ${TOTAL} connections written in ${round((performance.now() - seedStarted) / 1000)} s, ${DUE} due`)
+    console.log(`${dialect}, ${tokens.kind}: ${TOTAL} connections written in ${round((performance.now() - seedStarted) / 1000)} s, ${DUE} due`)
 
     const refreshers = apps.map(refresherOf)
     const durations: number[][] = [[], []]
@@ -258,7 +351,7 @@ async function benchDialect(dialect: 'sqlite' | 'postgresql'): Promise<void> {
     }
     const revisedOnce = rows.filter((row) => row.tokenRevision === 1).length
     console.log(JSON.stringify({
-      dialect, connections: TOTAL, due: DUE,
+      dialect, server: tokens.kind, connections: TOTAL, due: DUE,
       refreshed_once: once, refreshed_more_than_once: twice, not_refreshed: missing, after_expiry: late, not_due_touched: touched,
       reused_refresh_tokens: tokens.reused, unknown_refresh_tokens: tokens.unknown, token_requests: tokens.requests, rows_at_revision_1: revisedOnce,
       wall_ms: Math.round(wallMs), refreshes_per_second: round(DUE / (wallMs / 1000)),
@@ -276,6 +369,9 @@ async function benchDialect(dialect: 'sqlite' | 'postgresql'): Promise<void> {
 
 console.log(`bench:connections on ${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}, load ${loadavg().map((l) => l.toFixed(1)).join(' ')}, ${new Date().toISOString()}`)
 const only = process.argv[2]
-for (const dialect of ['sqlite', 'postgresql'] as const) {
-  if (only === undefined || only === dialect) await benchDialect(dialect)
+const servers = (process.env.BENCH_CONNECTIONS_SERVER ?? 'counting,oidc-provider').split(',') as Array<'counting' | 'oidc-provider'>
+for (const server of servers) {
+  for (const dialect of ['sqlite', 'postgresql'] as const) {
+    if (only === undefined || only === dialect) await benchDialect(dialect, server)
+  }
 }
