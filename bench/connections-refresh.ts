@@ -184,7 +184,8 @@ async function startOidcProvider(): Promise<TokenServer> {
     refreshedAt.set(n, [...(refreshedAt.get(n) ?? []), Date.now()])
   })
   events.on('grant.error', (_ctx, error) => {
-    if (/already used/.test((error as { error_description?: string }).error_description ?? '')) state.reused += 1
+    const { error_detail: detail, error_description: description } = error as { error_detail?: string; error_description?: string }
+    if (/already used/.test(`${detail} ${description}`)) state.reused += 1
     else state.unknown += 1
   })
   const callback = provider.callback()
@@ -242,6 +243,9 @@ async function seedInstallation(app: FastifyInstance, tokens: TokenServer): Prom
   return { teamId: team.id, installationId: installation.id, key: `oauth:${tokens.resource}` }
 }
 
+/** Connection 0's first refresh token: replayed after the run, to show that the server notices a second use. */
+let firstOfConnectionZero = ''
+
 /** TOTAL members with a connection each; the first DUE are due now and expire DUE_EXPIRY_MS later. */
 async function seedConnections(app: FastifyInstance, tokens: TokenServer, place: { teamId: string; installationId: string; key: string }, startAt: number): Promise<void> {
   const { db, t } = app.services.database
@@ -253,6 +257,7 @@ async function seedConnections(app: FastifyInstance, tokens: TokenServer, place:
   for (let from = 0; from < TOTAL; from += INSERT_CHUNK) {
     const indexes = Array.from({ length: Math.min(INSERT_CHUNK, TOTAL - from) }, (_, i) => from + i)
     const refreshTokens = await Promise.all(indexes.map((n) => (n < DUE ? tokens.firstRefreshToken(n) : Promise.resolve(`rt.${n}.0`))))
+    if (from === 0) firstOfConnectionZero = refreshTokens[0]!
     const users = indexes.map((n) => ({ id: `bench-user-${n}`, username: `bench_user_${n}`, email: `bench-user-${n}@example.com`, createdAt: now, updatedAt: now }))
     await db.insert(t.users).values(users)
     await db.insert(t.oauthConnections).values(indexes.map((n) => {
@@ -323,6 +328,15 @@ async function benchDialect(dialect: 'sqlite' | 'postgresql', server: 'counting'
       }
     }))
     const wallMs = lastRefresh - beganAt
+    // The counts are only worth something if a second use shows: replay one used refresh token.
+    const reusedBefore = tokens.reused
+    const replay = await fetch(`${tokens.issuer}/token`, {
+      method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: firstOfConnectionZero, client_id: tokens.clientId, resource: tokens.resource }).toString(),
+    })
+    await replay.arrayBuffer()
+    const replayNoticed = replay.status === 400 && tokens.reused === reusedBefore + 1
+    const reusedDuringRun = reusedBefore
     // What a tick costs when nothing is due (every 15 s on every instance): the claim over all rows.
     const idle: number[] = []
     for (let i = 0; i < IDLE_TICKS; i++) {
@@ -353,7 +367,7 @@ async function benchDialect(dialect: 'sqlite' | 'postgresql', server: 'counting'
     console.log(JSON.stringify({
       dialect, server: tokens.kind, connections: TOTAL, due: DUE,
       refreshed_once: once, refreshed_more_than_once: twice, not_refreshed: missing, after_expiry: late, not_due_touched: touched,
-      reused_refresh_tokens: tokens.reused, unknown_refresh_tokens: tokens.unknown, token_requests: tokens.requests, rows_at_revision_1: revisedOnce,
+      reused_refresh_tokens: reusedDuringRun, replayed_token_noticed: replayNoticed, unknown_refresh_tokens: tokens.unknown, token_requests: tokens.requests - 1, rows_at_revision_1: revisedOnce,
       wall_ms: Math.round(wallMs), refreshes_per_second: round(DUE / (wallMs / 1000)),
       instance_a: { ...tickFigures(durations[0]!, busy[0]!), ...outcomes[0] }, instance_b: { ...tickFigures(durations[1]!, busy[1]!), ...outcomes[1] },
       idle_tick_ms: tickFigures(idle, 0),
