@@ -271,8 +271,6 @@ export async function createServices(database: Database, { config, clock, log, l
   // The sync's own limits; OUTBOUND_ALLOWED_HOSTS may reach the operator's network, over http too.
   const upstream = new OutboundFetch({ allowedHosts: config.outboundAllowedHosts, ca: outbound?.ca, resolveHost: outbound?.resolveHost, timeoutMs: SYNC_TIMEOUT_MS, maxBytes: SYNC_MAX_BYTES })
   const syncState = syncStateRepository(database)
-  // The requests to remote authorization servers (refreshes): the same address checks, http only for allowed hosts.
-  const connectionFetch = new OutboundFetch({ allowedHosts: config.outboundAllowedHosts, ca: outbound?.ca, resolveHost: outbound?.resolveHost, timeoutMs: outbound?.timeoutMs })
   const registrySync = new RegistrySync({ settings, state: syncState, importer: registryImporter, fetcher: upstream, audit, clock })
   settings.addCheck(UPSTREAM_URL_SETTING, registrySync.checkUrl)
   const connectFlow = new ConnectFlow({
@@ -302,11 +300,7 @@ export async function createServices(database: Database, { config, clock, log, l
     registrySyncSchedule: new RegistrySyncSchedule({ sync: registrySync, settings, state: syncState, clock, log, everyMs: registrySyncCheckMs }),
     connectionRefresher: new ConnectionRefresher({
       database, connections: connectionRows, stamps, tokens: connectionTokens, audit, clock, log, everyMs: connectionRefreshMs,
-      grant: new RefreshGrant({
-        fetch: connectionFetch.fetcher({ allowHttp: true }), allowHttp: (url) => connectionFetch.isAllowedHost(url),
-        clients: upstreamClientsRepository(database), tokens: connectionTokens,
-        metadataDocumentClientId: `${config.publicUrl.replace(/\/+$/, '')}/api/oauth/upstream/client.json`,
-      }),
+      grant: new RefreshGrant({ discovery, registration: upstreamRegistration }),
     }),
     serverJsonExporter: new ServerJsonExporter({ serverService, versions: serverVersionsRepository(database), publicUrl: config.publicUrl }),
     database, settings, mail, users, teams, auditEvents, audit, passwords, sessions, accounts, emailFlows, limits,

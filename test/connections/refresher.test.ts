@@ -3,7 +3,8 @@ import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import { decodeJwt } from 'jose'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { ConnectionRow } from '../../src/db/repositories/connections.js'
-import { refreshAtOf } from '../../src/modules/connections/refresher.js'
+import { upstreamClientsRepository } from '../../src/db/repositories/upstream-clients.js'
+import { refreshAtFor } from '../../src/modules/connections/token-response.js'
 import { createTestContext, type TestContext } from '../helpers/app.js'
 import { addOAuthInput, bearerTokens, storeConnection, tokensOf } from '../helpers/connection-rows.js'
 import { DIALECTS } from '../helpers/database.js'
@@ -61,7 +62,7 @@ describe.each(DIALECTS)('connection refresher on %s', (dialect) => {
     const grant = await grantFor(server, registered, RESOURCE, account)
     const row = await storeConnection(one, {
       installationId: installation.id, teamId: a.team.id, userId: null, inputKey: key, issuer: server.issuer, clientId: grant.clientId, tokens: grant.tokens,
-      refreshAt: refreshAt ?? refreshAtOf(Date.now(), ACCESS_TOKEN_TTL, true),
+      refreshAt: refreshAt ?? refreshAtFor(new Date(), new Date(grant.tokens.expires_at!), true),
     })
     return { installation, key, grant, row }
   }
@@ -84,6 +85,11 @@ describe.each(DIALECTS)('connection refresher on %s', (dialect) => {
     satellite = await pair(one, token.token, `refresher-sat-${dialect}`, { satellite_url: 'http://127.0.0.1:7400', public_key: keys.publicKey })
     expect((await heartbeat(one, satellite.id, satellite.apiKey)).statusCode).toBe(200)
     weatherId = (await importDocuments(call, admin, [weatherDocument('io.github.example/refresher-weather')]))[0]!
+    // This backend's registration at the server, as the connect flow would have kept it (a public client).
+    const now = new Date()
+    await upstreamClientsRepository(one.services.database).put({
+      issuer: server.issuer, method: 'dynamic', clientId: registered.client.client_id, clientSecretSealed: null, tokenEndpointAuthMethod: 'none', registeredAt: now, updatedAt: now,
+    })
   }, 60_000)
   afterAll(async () => {
     await ctx?.close()
@@ -153,6 +159,10 @@ describe.each(DIALECTS)('connection refresher on %s', (dialect) => {
     })
     const key = await addOAuthInput(one, installation.id, RESOURCE, 'team')
     // A private address outside OUTBOUND_ALLOWED_HOSTS: refused before any connection.
+    const now = new Date()
+    await upstreamClientsRepository(one.services.database).put({
+      issuer: 'http://10.255.255.1', method: 'manual', clientId: 'c', clientSecretSealed: null, tokenEndpointAuthMethod: 'none', registeredAt: now, updatedAt: now,
+    })
     const row = await storeConnection(one, {
       installationId: installation.id, teamId: a.team.id, userId: null, inputKey: key, issuer: 'http://10.255.255.1', clientId: 'c', tokens: bearerTokens('at-unreachable-1a2b', 'rt-unreachable-3c4d'), refreshAt: past(),
     })

@@ -17,7 +17,7 @@ import type { SatelliteConfig } from '../../examples/satellite/src/config.js'
 import type { Logger } from '../../examples/satellite/src/logger.js'
 import { Satellite } from '../../examples/satellite/src/satellite.js'
 import { createTestContext, type TestContext } from '../helpers/app.js'
-import { addOAuthInput, bearerTokens, storeConnection } from '../helpers/connection-rows.js'
+import { bearerTokens, storeConnection } from '../helpers/connection-rows.js'
 import { DIALECTS } from '../helpers/database.js'
 import { importDocuments, install, installationOf, type InstallationBody } from '../helpers/installations.js'
 import { issueTokens } from '../helpers/oauth.js'
@@ -69,8 +69,12 @@ describe.each(DIALECTS)('rotating Authorization through the reference satellite 
       egressAllowedHosts: [`127.0.0.1:${remote.port}`],
     } satisfies SatelliteConfig, logger)
     await satellite.start()
-    installation = await install(call, a.team.id, a.teamAdmin, { server_id: serverId!, name: 'rotating', target: { kind: 'remote', index: 0 }, satellite_id: satellite.id })
-    key = await addOAuthInput(server.app, installation.id, remote.url('/mcp'), 'team')
+    key = `oauth:${remote.url('/mcp')}`
+    // Said to need OAuth, one connection for the team: nothing runs before a team admin connects.
+    installation = await install(call, a.team.id, a.teamAdmin, {
+      server_id: serverId!, name: 'rotating', target: { kind: 'remote', index: 0 }, satellite_id: satellite.id, auth: 'oauth', team_connections: [key],
+    })
+    expect(installation.inputs.find((input) => input.key === key)).toMatchObject({ kind: 'oauth', scope: 'team', is_set: false })
   })
 
   afterAll(async () => {
@@ -84,8 +88,7 @@ describe.each(DIALECTS)('rotating Authorization through the reference satellite 
   it('without the team connection nothing runs and the installation reads needs_auth; once connected, the server sees its token', async () => {
     onTestFailed(() => console.error(lines.join('\n')))
     expect((await view()).status).toBe('needs_auth')
-    // It may have started before its oauth input was added: gone from the satellite once the document says so.
-    await waitFor(() => instance() === undefined, 'the satellite to drop the instance', CONVERGE_MS)
+    expect(instance()).toBeUndefined()
     const from = remote.requests.length
     await storeConnection(server.app, { installationId: installation.id, teamId: a.team.id, userId: null, inputKey: key, tokens: bearerTokens(FIRST) })
     await waitFor(async () => (await view()).status === 'running', 'the installation to run', CONVERGE_MS)

@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto'
-import type { AuthorizationServer } from 'oauth4webapi'
 import type { ConnectionRow, ConnectionsRepository } from '../../db/repositories/connections.js'
 import type { DesiredStamps } from '../../db/repositories/desired-stamps.js'
 import type { Database } from '../../db/types.js'
 import type { Clock } from '../../lib/clock.js'
 import type { AuditLog } from '../audit/service.js'
 import type { RefreshGrant } from './refresh-grant.js'
+import { tokensFrom } from './token-response.js'
 import type { TokensBox } from './tokens-box.js'
 
 /** How often an instance looks for connections due for refresh. */
@@ -19,16 +19,6 @@ const PARALLEL = 4
 /** A failed refresh is tried again after this, doubling up to MAX_BACKOFF_MS. */
 const FIRST_BACKOFF_MS = 30_000
 const MAX_BACKOFF_MS = 60 * 60_000
-/** At most this long before expiry does a token become due (less for a short-lived one: a fifth of its lifetime). */
-const EARLIEST_BEFORE_EXPIRY_MS = 5 * 60_000
-
-/** When a token should be refreshed: a fifth of its lifetime (at most 5 minutes) before it expires; null when it never is. */
-export function refreshAtOf(now: number, lifetimeSeconds: number | null, hasRefreshToken: boolean): Date | null {
-  if (!hasRefreshToken || lifetimeSeconds === null) return null
-  const lifetimeMs = lifetimeSeconds * 1000
-  return new Date(now + lifetimeMs - Math.min(lifetimeMs / 5, EARLIEST_BEFORE_EXPIRY_MS))
-}
-
 /** The wait before the next attempt after the `failures`-th failure in a row. */
 export const backoffMs = (failures: number): number => Math.min(MAX_BACKOFF_MS, FIRST_BACKOFF_MS * 2 ** Math.max(0, failures - 1))
 
@@ -73,7 +63,7 @@ export class ConnectionRefresher {
     connections: ConnectionsRepository
     stamps: DesiredStamps
     tokens: Pick<TokensBox, 'openTokens' | 'sealTokens'>
-    grant: Pick<RefreshGrant, 'refresh' | 'metadata'>
+    grant: Pick<RefreshGrant, 'refresh'>
     audit: AuditLog
     clock: Clock
     log: RefresherLogger
@@ -113,14 +103,12 @@ export class ConnectionRefresher {
   private async look(): Promise<TickOutcome> {
     const outcome: TickOutcome = { refreshed: 0, expired: 0, postponed: 0, lost: 0 }
     const batch = this.deps.batch ?? REFRESH_BATCH
-    // Metadata is read once per issuer and tick.
-    const metadata = new Map<string, Promise<AuthorizationServer>>()
     try {
       while (!this.stopping) {
         const claimed = await this.deps.connections.claimDue(new Date(this.deps.clock.now()), this.owner, this.deps.leaseMs ?? REFRESH_LEASE_MS, batch)
         for (let at = 0; at < claimed.length && !this.stopping; at += PARALLEL) {
           await Promise.all(claimed.slice(at, at + PARALLEL).map(async (row) => {
-            const result = await this.refreshOne(row, metadata)
+            const result = await this.refreshOne(row)
             outcome[result] += 1
           }))
         }
@@ -133,7 +121,7 @@ export class ConnectionRefresher {
     return outcome
   }
 
-  private async refreshOne(row: ConnectionRow, metadata: Map<string, Promise<AuthorizationServer>>): Promise<keyof TickOutcome> {
+  private async refreshOne(row: ConnectionRow): Promise<keyof TickOutcome> {
     const { tokens, grant, clock, log } = this.deps
     const fields = { connection_id: row.id, installation_id: row.installationId, key: row.inputKey, issuer: row.issuer }
     const place = { installationId: row.installationId, userId: row.userId, inputKey: row.inputKey }
@@ -143,22 +131,19 @@ export class ConnectionRefresher {
         // Nothing to refresh with: it stays connected until its server refuses the access token.
         return (await this.write(row, { sealed: row.sealed, refreshAt: null })) ? 'refreshed' : 'lost'
       }
-      let known = metadata.get(row.issuer)
-      if (known === undefined) {
-        known = grant.metadata(row.issuer)
-        known.catch(() => undefined)
-        metadata.set(row.issuer, known)
-      }
-      const as = await known.catch(() => undefined)
-      const now = clock.now()
-      const result = await grant.refresh(row, current, now, as)
+      const result = await grant.refresh(row, current.refresh_token)
       if (result.kind === 'refreshed') {
-        const refreshAt = refreshAtOf(now, result.lifetimeSeconds, result.tokens.refresh_token !== undefined)
-        return (await this.write(row, { sealed: tokens.sealTokens(place, result.tokens), refreshAt })) ? 'refreshed' : 'lost'
+        // A new refresh token replaces the old one (rotation); without one the old one stays.
+        const { sealedTokens, refreshAt } = tokensFrom(result.response, current.scope, current.account, new Date(clock.now()), (next) => tokens.sealTokens(place, next), current)
+        return (await this.write(row, { sealed: sealedTokens, refreshAt })) ? 'refreshed' : 'lost'
       }
       if (result.kind === 'refused') {
-        const expired = await this.expire(row)
-        if (expired) log.info(fields, 'a connection expired: its authorization server refused the refresh token (invalid_grant); its owner must connect again')
+        const expired = await this.expire(row, result.reason)
+        if (expired) {
+          log.info({ ...fields, reason: result.reason }, result.reason === 'invalid_grant'
+            ? 'a connection expired: its authorization server refused the refresh token (invalid_grant); its owner must connect again'
+            : 'a connection expired: the registration that issued its tokens is gone; its owner must connect again')
+        }
         return expired ? 'expired' : 'lost'
       }
       return (await this.postpone(row, result.reason)) ? 'postponed' : 'lost'
@@ -178,14 +163,14 @@ export class ConnectionRefresher {
     })
   }
 
-  private expire(row: ConnectionRow): Promise<boolean> {
+  private expire(row: ConnectionRow, reason: 'invalid_grant' | 'client_gone'): Promise<boolean> {
     return this.deps.database.transaction(async (tx) => {
       const done = await this.deps.connections.with(tx).markExpired(row.id, this.owner, new Date(this.deps.clock.now()))
       if (!done) return false
       await this.deps.stamps.with(tx).ofInstallations([row.installationId])
       await this.deps.audit.record('connection.refreshed_failed', {
         actorId: null, target: row.installationId,
-        details: { connection_id: row.id, installation_id: row.installationId, team_id: row.teamId, user_id: row.userId, key: row.inputKey, issuer: row.issuer, reason: 'invalid_grant' },
+        details: { connection_id: row.id, installation_id: row.installationId, team_id: row.teamId, user_id: row.userId, key: row.inputKey, issuer: row.issuer, reason },
       }, tx)
       return true
     })
