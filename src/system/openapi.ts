@@ -32,6 +32,7 @@ const CORE_TAGS = [
   { name: 'MCP Catalogue', description: 'MCP servers, their versions and categories; search, server.json import and export, and the sync from an upstream MCP registry.' },
   { name: 'MCP Registry', description: "The catalogue served read-only in the official MCP Registry's API (v0 and v0.1), for registry clients." },
   { name: 'MCP Installations', description: "What a team runs: a catalogue server at a version with its configuration, placed on a satellite; the team's values, each member's own values, and what the command-line client reads (endpoints, never credentials)." },
+  { name: 'Connections', description: "Accounts at OAuth-protected remote MCP servers, connected by each member (or once for the team) through the server's own authorization server; this service's registrations there. Never a token in an answer." },
   { name: 'Satellites', description: 'Registration tokens, pairing and heartbeats of the satellites that run MCP servers, and their management by admins.' },
   { name: 'Settings', description: 'Global settings by group (global admins): the login and registration switches, team limits, mail, the identity provider, the catalogue.' },
   { name: 'Admin', description: 'Global administration: users and their global roles, the role table, the audit log, extension plugins and a test mail.' },

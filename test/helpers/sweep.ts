@@ -91,7 +91,8 @@ export function problemsOf(documented: DocumentedOperation, response: LightMyReq
   const contentType = String(response.headers['content-type'] ?? '')
   const oauth = documented.path.startsWith('/api/oauth2/')
   // The MCP Registry's formats: the sub-registry API and the server.json export answer bare documents on success.
-  const registryFormat = documented.path.startsWith('/api/registry/') || documented.path.endsWith('/server.json')
+  // So does the client ID metadata document that authorization servers fetch.
+  const registryFormat = documented.path.startsWith('/api/registry/') || documented.path.endsWith('/server.json') || documented.path === '/api/oauth/upstream/client.json'
   if (status >= 500) problems.push('a 5xx answer')
   if (typeof response.headers['x-request-id'] !== 'string' || response.headers['x-request-id'] === '') problems.push('no X-Request-Id')
   let body: unknown

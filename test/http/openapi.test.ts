@@ -267,9 +267,12 @@ describe.each(DIALECTS)('OpenAPI contract on %s', (dialect) => {
       const exposition = name === 'GET /api/metrics' && success.some(([, response]) => Object.keys(response.content ?? {}).some((type) => type.startsWith('text/plain; version=0.0.4')))
       // The backend's own account pages (sign-in, forgot password) answer HTML to a browser and must say so.
       const htmlPage = success.some(([, response]) => Object.keys(response.content ?? {}).some((type) => type.startsWith('text/html')))
-      if (jsonSuccess.length === 0 && !redirectOnly && !exposition && !htmlPage) fail('no 2xx response with a JSON schema')
+      // A delete that answers nothing at all (204 No Content, RFC 9110 §15.3.5) says so.
+      const noContent = success.length > 0 && success.every(([status, response]) => status === '204' && response.content === undefined)
+      if (jsonSuccess.length === 0 && !redirectOnly && !exposition && !htmlPage && !noContent) fail('no 2xx response with a JSON schema')
       // The MCP Registry's formats (the sub-registry API, the server.json export) answer bare documents on success.
-      const registryFormat = name.includes(' /api/registry/') || name.endsWith('/server.json')
+      // So does the client ID metadata document authorization servers fetch.
+      const registryFormat = name.includes(' /api/registry/') || name.endsWith('/server.json') || name === 'GET /api/oauth/upstream/client.json'
       // A client configuration downloaded (`download=1`) is the bare file an MCP client reads; its first branch is the envelope.
       const download = name === 'GET /api/users/me/mcp/client-config'
       for (const schema of registryFormat ? [] : jsonSuccess.map((each) => (download ? resolve(each.anyOf?.[0]) ?? {} : each))) {
@@ -301,6 +304,8 @@ describe.each(DIALECTS)('OpenAPI contract on %s', (dialect) => {
       'POST /api/oauth2/revoke': 'ignored',
       'POST /api/oauth2/introspect': 'ignored',
       'POST /api/oauth2/register': 'ignored',
+      // The authorization response an upstream server sends the browser back with (RFC 6749 §4.1.2).
+      'GET /api/oauth/upstream/callback': 'ignored',
     })
   })
 

@@ -111,7 +111,8 @@ describe.each(DIALECTS)('bad-input sweep on %s', (dialect) => {
       `(+${accounts.checks} credential checks); statuses ${JSON.stringify(result.statuses)}; ${result.failures.length} failures`,
     )
     // Real ids and a real server reach every installation operation: each got through to a 2xx at least once.
-    const installationOperations = Object.entries(result.byOperation).filter(([operation]) => /\/mcp\/(installations|client-config)/.test(operation))
+    // (The connections of an installation need a remote server that asks for OAuth, which the sweep's has not: test/connections covers them.)
+    const installationOperations = Object.entries(result.byOperation).filter(([operation]) => /\/mcp\/(installations|client-config)/.test(operation) && !operation.includes('/connections'))
     const installationCounts = installationOperations.map(([operation, statuses]) => `${operation} ${JSON.stringify(statuses)}`)
     console.info(`[${dialect}] installation operations:\n  ${installationCounts.join('\n  ')}`)
     expect(installationOperations.length).toBeGreaterThanOrEqual(13)

@@ -33,6 +33,9 @@ export function upstreamError(what: string, error: unknown): AppError {
   if (error instanceof OutboundError) {
     return error.reason === 'not_https' || error.reason === 'refused_address' ? upstreamRefused(what, error.message) : upstreamFailed(what, error.message)
   }
+  if (error instanceof oauth.OperationProcessingError && error.code === oauth.HTTP_REQUEST_FORBIDDEN) {
+    return upstreamRefused(what, 'it is not an https URL (plain http only for hosts in OUTBOUND_ALLOWED_HOSTS)')
+  }
   if (error instanceof oauth.ResponseBodyError) return upstreamFailed(what, `${error.error}${error.error_description === undefined ? '' : ` (${error.error_description})`}`)
   const cause = (error as { cause?: unknown }).cause
   if (cause instanceof OutboundError) return upstreamError(what, cause)
@@ -110,7 +113,7 @@ export class Discovery {
         return as
       } catch (error) {
         lastError = error
-        if (error instanceof OutboundError && (error.reason === 'not_https' || error.reason === 'refused_address')) break
+        if (upstreamError('', error).code === 'UPSTREAM_URL_REFUSED') break
       }
     }
     throw upstreamError(`metadata of the authorization server ${issuer}`, lastError)
