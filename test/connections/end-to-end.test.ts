@@ -68,6 +68,8 @@ describe.skipIf(!chromiumRequired || !satelliteBuilt)('connections end to end', 
     let installation: InstallationBody
     let key: string
     const contexts: BrowserContext[] = []
+    /** Content Security Policy reports of the backend's pages. */
+    const violations: string[] = []
     const clients: Client[] = []
     /** Every answer body of the backend the test read, searched for tokens at the end. */
     const answers: string[] = []
@@ -100,7 +102,14 @@ describe.skipIf(!chromiumRequired || !satelliteBuilt)('connections end to end', 
       contexts.push(context)
       // oidc-provider's development pages import a web font; the tests reach loopback only.
       await context.route(/fonts\.googleapis\.com/, (route) => route.abort())
+      // Reports a violation of the backend pages' Content Security Policy even when the browser would not log one.
+      await context.addInitScript({
+        content: "document.addEventListener('securitypolicyviolation', (event) => console.error(`CSP violation: ${event.violatedDirective} ${event.blockedURI}`))",
+      })
       const page = await context.newPage()
+      page.on('console', (message) => {
+        if (page.url().startsWith(base) && /Content Security Policy|CSP violation/i.test(message.text())) violations.push(`${page.url()}: ${message.text()}`)
+      })
       expect((await page.goto(`${base}/api/auth/sign-in`))?.status()).toBe(200)
       await page.getByLabel('Email or username').fill(member.username)
       await page.getByLabel('Password', { exact: true }).fill(DEFAULT_PASSWORD)
@@ -129,6 +138,8 @@ describe.skipIf(!chromiumRequired || !satelliteBuilt)('connections end to end', 
       await Promise.all([page.waitForNavigation(), page.getByRole('button', { name: 'Sign-in' }).click()])
       await Promise.all([page.waitForURL((url) => url.pathname === '/api/oauth/upstream/callback'), page.getByRole('button', { name: 'Continue' }).click()])
       await page.waitForLoadState()
+      expect(violations).toEqual([])
+      expect(await page.getByRole('link', { name: 'Back' }).count()).toBe(1)
       const text = await page.locator('body').innerText()
       answers.push(await page.content())
       return text
@@ -221,8 +232,8 @@ describe.skipIf(!chromiumRequired || !satelliteBuilt)('connections end to end', 
       printOnFailure()
       for (const [member, login] of [[alice, upstream.alice], [bob, upstream.bob]] as const) {
         const page = await connectInBrowser(member, login)
-        expect(page).toContain('protected')
-        expect(page).toContain(login)
+        expect(page).toContain(`Connected to protected-${dialect}`)
+        expect(page).toContain(`with the account ${login}`)
         expect(await connectionOf(member)).toMatchObject({ key, scope: 'user', status: 'connected', account: login })
         const stored = await storedTokensOf(member)
         expect(stored.refresh_token).toEqual(expect.any(String))
