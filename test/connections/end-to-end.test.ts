@@ -13,8 +13,9 @@
  * official SDK) calling `whoami` through the satellite gets each member's own upstream subject.
  * With access tokens of a short lifetime the refresher renews them before they expire; the same
  * client session keeps working with the new token, with nothing restarted. A refresh token revoked
- * at the authorization server turns that member's connection expired and the installation reads
- * needs_auth for them. A member removed from the team loses their connection. No token ever shows
+ * at the authorization server turns that member's connection expired, the installation reads
+ * needs_auth for them and their instance leaves the satellite. A member removed from the team loses
+ * their connection, and their refresh token is revoked at the authorization server. No token ever shows
  * in an answer of the backend or a line of its log.
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
@@ -308,7 +309,10 @@ describe.skipIf(!chromiumRequired || !satelliteRequired)('connections end to end
       expect(shown.status).toBe('needs_auth')
       expect(shown.status_reason).toMatch(/connect/i)
       expect((await connectionOf(alice))?.status).toBe('connected')
-    }, ACCESS_TOKEN_TTL_S * 1000 + 20_000)
+      // His instance left the satellite (no token for it any more): his client finds none there; alice's still answers.
+      await waitFor(() => mcpClientOf(bob).then(whoami).then(() => false, () => true), "bob's instance to leave the satellite", CONVERGE_MS)
+      expect(await whoami(await mcpClientOf(alice))).toBe(upstream.alice)
+    }, ACCESS_TOKEN_TTL_S * 1000 + CONVERGE_MS + 20_000)
 
     it('forgets the connection of a member removed from the team', async () => {
       printOnFailure()
