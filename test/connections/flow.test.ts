@@ -157,6 +157,27 @@ describe.each(DIALECTS)('connections: discovery and the connect flow (%s)', (dia
     expect(await as.introspect(tokens.refresh_token!)).toMatchObject({ active: false })
   })
 
+  it('a deleted user\'s connections are forgotten and revoked', async () => {
+    const member = await fresh()
+    await call('POST', `/api/teams/${crew.team.id}/members`, crew.owner, { login: member.username, role: 'team_user' })
+    expect((await connect(app, crew.team.id, installationId, member, 'dave')).page.statusCode).toBe(200)
+    const [row] = (await rows()).filter((r) => r[0] === member.id)
+    const tokens = app.services.connectionTokens.openTokens({ installationId, userId: member.id, inputKey: `oauth:${rs.url}` }, row![4])
+    const deleted = await call('DELETE', `/api/admin/users/${member.id}`, admin)
+    expect(deleted.statusCode, deleted.body).toBe(200)
+    expect((await rows()).filter((r) => r[0] === member.id)).toHaveLength(0)
+    expect(await as.introspect(tokens.refresh_token!)).toMatchObject({ active: false })
+  })
+
+  it('PATCH auth: "oauth" adds the input to an installation made without it', async () => {
+    const open = await remoteServer(call, admin, `Later ${dialect}`, rs.openUrl)
+    const plain = await install(call, crew.team.id, crew.teamAdmin, { server_id: open, name: 'later' })
+    expect(plain.inputs.some((input) => input.kind === 'oauth')).toBe(false)
+    const patched = await call('PATCH', `/api/teams/${crew.team.id}/mcp/installations/${plain.id}`, crew.teamAdmin, { auth: 'oauth' })
+    expect(patched.statusCode, patched.body).toBe(200)
+    expect(patched.json().data.installation.inputs.filter((input: { kind: string }) => input.kind === 'oauth')).toMatchObject([{ key: `oauth:${rs.openUrl}`, scope: 'user' }])
+  })
+
   it('a team connection is made by a team admin and read by every member; /users/me lists one\'s own', async () => {
     const patched = await call('PATCH', `/api/teams/${crew.team.id}/mcp/installations/${installationId}`, crew.teamAdmin, { team_connections: [`oauth:${rs.url}`] })
     expect(patched.statusCode, patched.body).toBe(200)

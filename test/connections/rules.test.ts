@@ -5,6 +5,7 @@ import { connectionsOf, remoteServer, startResourceServer, type ResourceServer }
 import { DIALECTS } from '../helpers/database.js'
 import { install, installationOf, installationsOf } from '../helpers/installations.js'
 import { bearer, issueTokens } from '../helpers/oauth.js'
+import { addVersion } from '../helpers/catalogue.js'
 import { client, crew as makeCrew, signUp, type Account, type Call, type Crew } from '../helpers/teams.js'
 import { startAuthorizationServer, type AuthorizationServer } from '../helpers/upstream-oauth.js'
 
@@ -126,6 +127,24 @@ describe.each(DIALECTS)('connections: the outbound guard, bad input and permissi
     const seen: Record<string, number> = {}
     for (const who of Object.keys(outcomes) as Array<keyof typeof outcomes>) seen[who] = (await send(method, url(), callers[who], payload)).statusCode
     expect(seen).toEqual(outcomes)
+  })
+
+  it('a catalogue remote that says auth: "oauth" gets the input without asking the server', async () => {
+    const serverId = await remoteServer(call, admin, `Declared ${dialect}`, `${rs.url.replace('/mcp', '/open')}`, 'oauth')
+    const read = await send('GET', `/api/mcp/servers/${serverId}`, admin)
+    expect(read.json().data.server.remotes[0]).toMatchObject({ auth: 'oauth' })
+    const installed = await install(call, crew.team.id, crew.teamAdmin, { server_id: serverId, name: 'catalogue-declared' })
+    expect(installed.inputs.filter((input) => input.kind === 'oauth')).toMatchObject([{ key: `oauth:${rs.url.replace('/mcp', '/open')}`, scope: 'user' }])
+  })
+
+  it('keeps the oauth input when the installation follows a new version of its server', async () => {
+    const serverId = await remoteServer(call, admin, `Followed ${dialect}`, rs.url)
+    const installed = await install(call, crew.team.id, crew.teamAdmin, { server_id: serverId, name: 'followed' })
+    expect(installed.inputs.filter((input) => input.kind === 'oauth')).toHaveLength(1)
+    await addVersion(call, admin, serverId, { version: '1.1.0' })
+    const after = (await send('GET', installationOf(crew.team.id, installed.id), crew.teamAdmin)).json().data.installation
+    expect(after.version).toBe('1.1.0')
+    expect(after.inputs.filter((input: { kind: string }) => input.kind === 'oauth')).toMatchObject([{ key: `oauth:${rs.url}`, scope: 'user' }])
   })
 
   it('never answers a token: the views carry status, account, scopes and expiry only', async () => {

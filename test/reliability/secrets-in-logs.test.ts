@@ -15,6 +15,10 @@ import { operationsOf, servedDocument } from '../helpers/openapi-document.js'
 import { smtpSettings, startSmtpSink, type ReceivedMail, type SmtpSink } from '../helpers/smtp-sink.js'
 import { rawRows } from '../helpers/sql.js'
 import { sweepAccounts, type SweepAccounts } from '../helpers/sweep-fixtures.js'
+import { callback, connectionsOf, remoteServer, startConnect, startResourceServer, type ResourceServer } from '../helpers/connections.js'
+import { install } from '../helpers/installations.js'
+import { client, crew as makeCrew, signUp } from '../helpers/teams.js'
+import { authorize, startAuthorizationServer, type AuthorizationServer } from '../helpers/upstream-oauth.js'
 import { runSweep } from '../helpers/sweep.js'
 
 /**
@@ -47,6 +51,9 @@ describe.each(DIALECTS)('secrets never logged on %s', (dialect) => {
   let logs: LogCapture
   let sink: SmtpSink
   let accounts: SweepAccounts
+  /** A real authorization server and a resource it protects, for the connection tokens. */
+  let upstream: AuthorizationServer
+  let resource: ResourceServer
   /** Every secret value the test saw, with what it is. */
   const secrets = new Map<string, string>()
   const keep = (label: string, value: string | undefined | null) => {
@@ -70,7 +77,9 @@ describe.each(DIALECTS)('secrets never logged on %s', (dialect) => {
     ctx = await createTestContext(dialect)
     sink = await startSmtpSink({ auth: { user: 'mailer', pass: smtpPassword } })
     logs = captureLogs('trace')
-    subject = await ctx.build({ env: { RATE_LIMIT_ENABLED: 'false', LOG_LEVEL: 'trace' }, logger: logs.logger })
+    upstream = await startAuthorizationServer()
+    resource = await startResourceServer(upstream.issuer)
+    subject = await ctx.build({ env: { RATE_LIMIT_ENABLED: 'false', LOG_LEVEL: 'trace', OUTBOUND_ALLOWED_HOSTS: `${upstream.host},${resource.host}` }, logger: logs.logger })
     app = subject.app
     keep('ENCRYPTION_SECRET', TEST_SECRET)
     keep('SMTP password', smtpPassword)
@@ -81,6 +90,8 @@ describe.each(DIALECTS)('secrets never logged on %s', (dialect) => {
   afterAll(async () => {
     await ctx?.close()
     await sink?.close()
+    await upstream?.close()
+    await resource?.close()
   })
 
   it('captures the app\'s log lines', async () => {
@@ -359,6 +370,37 @@ describe.each(DIALECTS)('secrets never logged on %s', (dialect) => {
     const audited = [...secrets].filter(([value]) => audit.includes(value)).map(([, label]) => label)
     expect(audited).toEqual([])
     expect(audit).not.toContain('$argon2')
+  })
+
+  it('no connection token, code or state reaches the log, an answer or the audit log', { timeout: 60_000 }, async () => {
+    const call = client(app)
+    let n = 0
+    const fresh = () => signUp(app, `logconn_${++n}`)
+    const crew = await makeCrew(call, fresh, 'Log connections')
+    const serverId = await remoteServer(call, accounts.admin, 'Logged remote', resource.url)
+    const id = (await install(call, crew.team.id, crew.teamAdmin, { server_id: serverId, name: 'logged-remote' })).id
+    const upstreamSecrets = new Map<string, string>()
+    const keepUpstream = (label: string, value: string | undefined | null) => { if (typeof value === 'string' && value.length >= 8) upstreamSecrets.set(value, label) }
+    const { callback: back } = await authorize(await startConnect(app, crew.team.id, id, crew.teamUser), { account: 'logged-alice' })
+    keepUpstream('authorization code', new URL(back).searchParams.get('code'))
+    keepUpstream('state', new URL(back).searchParams.get('state'))
+    const page = await callback(app, back, crew.teamUser)
+    expect(page.statusCode, page.body).toBe(200)
+    const sealed = ((await rawRows(app.services.database, sql`select sealed from oauth_connections`)) as string[][])[0]![0]!
+    const tokens = app.services.connectionTokens.openTokens({ installationId: id, userId: crew.teamUser.id, inputKey: `oauth:${resource.url}` }, sealed)
+    keepUpstream('upstream access token', tokens.access_token)
+    keepUpstream('upstream refresh token', tokens.refresh_token)
+    const answers = [page.body, (await call('GET', connectionsOf(crew.team.id, id), crew.teamUser)).body, (await call('GET', '/api/users/me/connections', crew.teamUser)).body]
+    expect((await call('DELETE', `${connectionsOf(crew.team.id, id)}/${encodeURIComponent(`oauth:${resource.url}`)}`, crew.teamUser)).statusCode).toBe(204)
+    expect(upstreamSecrets.size).toBe(4)
+    const text = logs.text()
+    expect(text).toContain('/api/oauth/upstream/callback')
+    const audit = (await rawRows(app.services.database, sql`select type, details from audit_events where type like 'connection.%'`)).map((row) => JSON.stringify(row)).join('\n')
+    expect(audit).toContain('connection.created')
+    expect(audit).toContain('connection.deleted')
+    for (const [where, haystack] of [['log', text], ['answers', answers.join('\n')], ['audit', audit]] as const) {
+      expect([...upstreamSecrets].filter(([value]) => haystack.includes(value)).map(([, label]) => `${label} in the ${where}`)).toEqual([])
+    }
   })
 
   it('a failed users insert logs the failure without the password or its hash', async () => {

@@ -3,6 +3,7 @@ import type { FastifyRequest } from 'fastify'
 import { Type } from 'typebox'
 import { policy } from '../../auth/policies.js'
 import { userCaller } from '../../http/current-user.js'
+import { teamWithinReach } from '../../http/team-reach.js'
 import { OkMessage } from '../../http/envelope.js'
 import { sendPage } from '../../http/pages.js'
 import { ACCOUNT_PAGES } from '../auth/page-links.js'
@@ -109,11 +110,13 @@ export const connectionRoutes: FastifyPluginAsyncTypebox = async (app) => {
     config: { auth: policy.dual('mcp:read') },
     schema: {
       tags, summary: 'Your own connections, every team',
-      description: `The caller's user-scoped connections (team connections are read on each installation). ${NO_TOKENS}`,
+      description: `The caller's user-scoped connections (team connections are read on each installation); a bearer token bound to a team lists that team's only. ${NO_TOKENS}`,
       response: { 200: MyConnectionsAnswer },
     },
   }, async (request) => {
-    return { success: true as const, data: { connections: await services().connections.mine(userCaller(request).userId) } }
+    const caller = userCaller(request)
+    // A bearer token bound to a team at consent answers for that team alone.
+    return { success: true as const, data: { connections: await services().connections.mine(caller.userId, teamWithinReach(caller, undefined)) } }
   })
 
   app.get('/api/oauth/upstream/clients', {

@@ -64,8 +64,8 @@ export class ConnectionService {
   }
 
   /** The caller's own connections, every team. */
-  async mine(userId: string): Promise<MyConnectionView[]> {
-    const rows = await this.deps.connections.ofUser(userId)
+  async mine(userId: string, teamId?: string): Promise<MyConnectionView[]> {
+    const rows = (await this.deps.connections.ofUser(userId)).filter((row) => teamId === undefined || row.teamId === teamId)
     return rows.map((row) => ({ installation_id: row.installationId, team_id: row.teamId, ...this.view(row, 'user') }))
   }
 

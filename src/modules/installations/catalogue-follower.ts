@@ -8,6 +8,7 @@ import { AppError, errors } from '../../http/errors.js'
 import type { Clock } from '../../lib/clock.js'
 import type { AuditLog } from '../audit/service.js'
 import { deriveTarget, reconcileValues, type Derived } from './derivation.js'
+import { keptOAuthInputs } from './oauth-inputs.js'
 import type { ValueBox } from './sealed-values.js'
 
 /** Reads a server whatever its visibility: the catalogue's own transactions act for everyone. */
@@ -61,6 +62,7 @@ export class CatalogueFollower {
       let derived: Derived
       try {
         derived = deriveTarget(server, latest, { kind: row.targetKind, index: row.targetIndex }, userScopedKeys(row), true)
+        derived.inputs = keptOAuthInputs(row.inputs, derived.inputs, row.targetKind)
       } catch (error) {
         if (error instanceof AppError) continue
         throw error
@@ -93,7 +95,8 @@ export class CatalogueFollower {
       const version = await versionOf(row.versionId)
       if (version === undefined || !runsServerEntry(row, version) || !entryChanged(row, before, after)) continue
       try {
-        moved.push({ row, derived: deriveTarget(after, version, { kind: row.targetKind, index: row.targetIndex }, userScopedKeys(row), true) })
+        const derived = deriveTarget(after, version, { kind: row.targetKind, index: row.targetIndex }, userScopedKeys(row), true)
+        moved.push({ row, derived: { ...derived, inputs: keptOAuthInputs(row.inputs, derived.inputs, row.targetKind) } })
       } catch (error) {
         if (!(error instanceof AppError)) throw error
         broken.push(`${row.name}: ${reasonOf(error)}`)

@@ -63,3 +63,13 @@ export function endedConnectionKeys(before: readonly InstallationInput[], after:
   const now = new Map(after.filter((input) => input.kind === 'oauth').map((input) => [input.key, input.scope]))
   return before.filter((input) => input.kind === 'oauth' && now.get(input.key) !== input.scope).map((input) => input.key)
 }
+
+/**
+ * After a derivation the service did on its own (a followed version, an edited entry): the oauth
+ * inputs the installation had are kept, since no probe runs there and the connections made for
+ * them stay valid while the target stays a remote.
+ */
+export function keptOAuthInputs(before: readonly InstallationInput[], derived: readonly InstallationInput[], targetKind: 'package' | 'remote'): InstallationInput[] {
+  if (targetKind !== 'remote' || derived.some((input) => input.kind === 'oauth')) return [...derived]
+  return [...derived, ...before.filter((input) => input.kind === 'oauth')]
+}
