@@ -190,6 +190,16 @@ async function startOidcProvider(): Promise<TokenServer> {
   })
   const callback = provider.callback()
   http.on('request', (request, response) => {
+    // The remote server's part, for the installation's probe: its challenge and its metadata (RFC 9728).
+    if (request.url === '/mcp') {
+      request.resume()
+      response.writeHead(401, { 'www-authenticate': `Bearer resource_metadata="${issuer}/.well-known/oauth-protected-resource/mcp"` }).end()
+      return
+    }
+    if (request.url === '/.well-known/oauth-protected-resource/mcp') {
+      response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ resource, authorization_servers: [issuer] }))
+      return
+    }
     if (request.url?.startsWith('/token')) state.requests += 1
     void callback(request, response)
   })
@@ -238,9 +248,20 @@ async function seedInstallation(app: FastifyInstance, tokens: TokenServer): Prom
     remotes: [{ type: 'streamable-http', url: tokens.resource }],
   }])
   const serverId = (imported.results as Array<{ server_id: string }>)[0]!.server_id
-  const { installation } = await inject(app, 'POST', `/api/teams/${team.id}/mcp/installations`, cookie, { server_id: serverId, name: 'bench', target: { kind: 'remote', index: 0 } })
-  // The probe gives the installation its oauth input, keyed by the remote's resource; the refresher reads only the rows.
-  return { teamId: team.id, installationId: installation.id, key: `oauth:${tokens.resource}` }
+  // A team satellite runs it, so that every refresh also moves that satellite's document stamp, as in a deployment.
+  const registration = await inject(app, 'POST', `/api/teams/${team.id}/satellites/registration-tokens`, cookie, {})
+  const paired = await app.inject({
+    method: 'POST', url: '/api/satellites/register', headers: { authorization: `Bearer ${registration.token}` },
+    payload: { name: 'refresh-bench', system_info: { os: 'linux', arch: 'x64', node_version: process.version, memory_mb: 1024 } },
+  })
+  if (paired.statusCode !== 201) throw new Error(`the satellite's registration failed: ${paired.statusCode} ${paired.body}`)
+  const satelliteId = (paired.json() as { data: { satellite: { id: string } } }).data.satellite.id
+  const { installation } = await inject(app, 'POST', `/api/teams/${team.id}/mcp/installations`, cookie, {
+    server_id: serverId, name: 'bench', target: { kind: 'remote', index: 0 }, satellite_id: satelliteId,
+  })
+  const key = (installation.inputs as Array<{ key: string; kind: string }>).find((input) => input.kind === 'oauth')?.key
+  if (key === undefined) throw new Error(`the probe found no OAuth: ${JSON.stringify(installation.inputs)}`)
+  return { teamId: team.id, installationId: installation.id, key }
 }
 
 /** Connection 0's first refresh token: replayed after the run, to show that the server notices a second use. */
