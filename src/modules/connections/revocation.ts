@@ -11,9 +11,12 @@ export interface RevocationLog {
 
 /**
  * Revokes the tokens of forgotten connections at their authorization server (RFC 7009) when it
- * offers revocation: the refresh token (which ends the grant at most servers), then the access
- * token. Best effort, after the rows are gone: a server that is down or refuses leaves a warning,
- * never an error to the caller, and nothing is retried.
+ * offers revocation. The refresh token when there is one: revoking it ends the grant, and with it
+ * the access tokens issued under it (RFC 7009 section 2.1 asks a server that can to do so); else the access
+ * token, which a server may refuse as a type it does not revoke (`unsupported_token_type`, as
+ * servers issuing self-contained JWT access tokens do): that is no failure, the token simply lives
+ * out its short lifetime. Best effort, after the rows are gone: a server that is down or refuses
+ * leaves a warning, never an error to the caller, and nothing is retried.
  */
 export class Revoker {
   constructor(private readonly deps: { discovery: Discovery; registration: Registration; box: TokensBox; log: RevocationLog }) {}
@@ -30,9 +33,12 @@ export class Revoker {
       const client = await this.deps.registration.clientById(row.issuer, row.clientId)
       if (client === null) return
       const options = this.deps.discovery.options(as.revocation_endpoint)
-      for (const [token, hint] of [[tokens.refresh_token, 'refresh_token'], [tokens.access_token, 'access_token']] as const) {
-        if (token === undefined) continue
+      const [token, hint] = tokens.refresh_token === undefined ? [tokens.access_token, 'access_token'] : [tokens.refresh_token, 'refresh_token']
+      try {
         await oauth.processRevocationResponse(await oauth.revocationRequest(as, client.client, client.auth, token, { ...options, additionalParameters: { token_type_hint: hint } }))
+      } catch (error) {
+        if (hint === 'access_token' && error instanceof oauth.ResponseBodyError && error.error === 'unsupported_token_type') return
+        throw error
       }
     } catch (error) {
       this.deps.log.warn({ connection_id: row.id, issuer: row.issuer, reason: error instanceof Error ? error.message : 'unknown' }, 'Revoking a forgotten connection at its authorization server failed; its tokens were deleted here')
