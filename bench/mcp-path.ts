@@ -3,7 +3,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { cpus, loadavg } from 'node:os'
 import { chosenIsolation, EVERYTHING_BIN, startPlatform, startRemoteServer, type RemoteServer } from './mcp-platform.js'
-import { cpuMicrosOf, descendants, isNode, rssMbOf } from './processes.js'
+import { cpuMicrosOf, descendants, isNode, rssMbOf } from '../test/helpers/processes.js'
 
 /**
  * `npm run bench:mcp` (`-- --json`: one JSON document on standard output): MCP `tools/call` of server-everything's

@@ -3,7 +3,7 @@ import { ChildTransport } from '../examples/satellite/src/child-transport.js'
 import { defaultIsolationSettings, Isolation } from '../examples/satellite/src/isolation.js'
 import { packageCommand } from '../examples/satellite/src/launch.js'
 import type { PackageLaunch } from '../examples/satellite/src/types.js'
-import { descendants, isNode, rssMbOf } from './processes.js'
+import { descendants, isNode, rssMbOf } from '../test/helpers/processes.js'
 
 /**
  * `npm run build && node dist/bench/sandbox.js`: what the reference satellite's process sandbox

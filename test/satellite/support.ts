@@ -4,7 +4,7 @@
  * installed `@modelcontextprotocol/server-everything`, hooks that record what an instance
  * reports, and polling for a condition.
  */
-import { readdirSync, readFileSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { Aes256Gcm, CipherSuite, HkdfSha256 } from '@hpke/core'
 import { DhkemX25519HkdfSha256 } from '@hpke/dhkem-x25519'
@@ -110,22 +110,4 @@ export function alive(pid: number): boolean {
   }
 }
 
-/** Every process below `pid` on the host, from the parent links in /proc. */
-export function descendants(pid: number): number[] {
-  const parents = new Map<number, number>()
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8')
-      parents.set(Number(entry), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]))
-    } catch {
-      // Gone meanwhile.
-    }
-  }
-  const found: number[] = []
-  const walk = (parent: number) => {
-    for (const [child, of] of parents) if (of === parent) (found.push(child), walk(child))
-  }
-  walk(pid)
-  return found
-}
+export { descendants } from '../helpers/processes.js'
