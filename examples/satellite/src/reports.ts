@@ -175,6 +175,7 @@ function toReported(tool: Tool): ReportedTool {
     ...(tool.title === undefined ? {} : { title: tool.title }),
     ...(tool.description === undefined ? {} : { description: tool.description }),
     input_schema: tool.inputSchema,
+    ...(tool.outputSchema === undefined ? {} : { output_schema: tool.outputSchema }),
     ...(tool.annotations === undefined ? {} : { annotations: tool.annotations }),
   }
 }

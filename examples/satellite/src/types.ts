@@ -79,6 +79,8 @@ export interface ReportedTool {
   title?: string
   description?: string
   input_schema: object
+  /** The schema of the tool's structured result, when the server declares one. */
+  output_schema?: object
   annotations?: object
 }
 
