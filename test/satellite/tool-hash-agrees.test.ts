@@ -1,5 +1,6 @@
 /**
- * The definition hash a satellite computes for a tool is the hash the backend pins: lowercase hex
+ * The definition hash a satellite computes for a tool is the hash the backend pins (the satellite
+ * is a package of its own and keeps its own copy): lowercase hex
  * SHA-256 of the RFC 8785 canonical JSON of `{name, description, input_schema, output_schema,
  * annotations}` as the server declared them, absent members omitted. Key order, member order and
  * number spelling never change it; any change to what the tool says or takes does.
@@ -9,6 +10,7 @@ import type { Tool } from '@modelcontextprotocol/sdk/types.js'
 import canonicalize from 'canonicalize'
 import { describe, expect, it } from 'vitest'
 import { toolDefinition, toolDefinitionHash } from '../../examples/satellite/src/tool-hash.js'
+import * as backend from '../../src/formats/tool-definitions.js'
 
 const sha256 = (text: string): string => createHash('sha256').update(text, 'utf8').digest('hex')
 
@@ -29,6 +31,14 @@ describe('the tool definition hash', () => {
     if (tool.annotations !== undefined) expected.annotations = tool.annotations
     expect(toolDefinitionHash(tool)).toBe(sha256(canonicalize(expected)!))
     expect(toolDefinitionHash(tool)).toMatch(/^[0-9a-f]{64}$/)
+  })
+
+  it.each(TOOLS)('%s: the same hash as the backend computes over the reported tool', (_label, tool) => {
+    // What the satellite reports (reports.ts), as the backend reads it.
+    const reported = JSON.parse(JSON.stringify(toolDefinition(tool))) as backend.ToolDefinition
+    expect(toolDefinitionHash(tool)).toBe(backend.toolDefinitionHash(reported))
+    // A title is display only on both sides.
+    expect(toolDefinitionHash({ ...tool, title: 'Shown' } as Tool)).toBe(backend.toolDefinitionHash({ ...reported, title: 'Shown' } as backend.ToolDefinition))
   })
 
   it('matches a hash computed by hand from the canonical text', () => {
