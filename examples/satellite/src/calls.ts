@@ -47,6 +47,8 @@ export class CallLog {
   /** A full batch arrived while sending: send again right after. */
   private again = false
   private closed = false
+  /** The last post failed: full batches wait for the next attempt instead of going at once. */
+  private failing = false
   private readonly flushMs: number
 
   constructor(private readonly backend: CallPoster, private readonly log: Logger, options: CallLogOptions = {}) {
@@ -66,7 +68,7 @@ export class CallLog {
       queue.dropped += excess
     }
     if (this.closed) return
-    if (queue.waiting.length >= CALL_BATCH) this.send()
+    if (queue.waiting.length >= CALL_BATCH && !this.failing) this.send()
     else this.timer ??= setTimeout(() => this.send(), this.flushMs)
   }
 
@@ -105,8 +107,9 @@ export class CallLog {
     this.sending = this.sendAll().finally(() => {
       this.sending = undefined
       if (this.closed) return
-      if (this.again) {
-        this.again = false
+      const again = this.again && !this.failing
+      this.again = false
+      if (again) {
         this.send()
       } else if (this.pending > 0) {
         this.timer ??= setTimeout(() => this.send(), this.flushMs)
@@ -115,6 +118,7 @@ export class CallLog {
   }
 
   private async sendAll(): Promise<void> {
+    this.failing = false
     for (const [instanceId, queue] of [...this.queues]) {
       if (queue.dropped > 0) {
         this.log.warn(`${queue.dropped} tool call record(s) of instance ${instanceId} were dropped, the oldest first: the backend could not take them in time`)
@@ -131,6 +135,7 @@ export class CallLog {
           if (!refusedForGood(error)) {
             // Unreachable or failing: the same batch goes again later, with the same id.
             this.log.warn(`tool call records of instance ${instanceId} not sent (${messageOf(error)}); trying again with the same batch`)
+            this.failing = true
             break
           }
           // 404: the instance left the document; another 4xx will not change by sending again.
