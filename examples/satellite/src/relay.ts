@@ -168,7 +168,9 @@ export class SessionRelay {
     if (isJSONRPCRequest(message)) {
       const arrived = Date.now()
       const name = message.method === 'tools/call' ? message.params?.name : undefined
-      if (typeof name === 'string' && this.policy.tools().pinned !== null && this.listed?.has(name) !== true) {
+      const policy = this.policy.tools()
+      const judgedOnDefinition = typeof name === 'string' && policy.pinned?.has(name) === true && (policy.allowed === null || policy.allowed.has(name))
+      if (judgedOnDefinition && this.listed?.has(name) !== true) {
         // Under pinning a call is judged on the definition the server lists: list first.
         void this.listTools().then(
           () => this.request(message, arrived),
