@@ -39,6 +39,7 @@ import { systemClock, type Clock } from './lib/clock.js'
 import { deriveKey } from './lib/keys.js'
 import { mailRoutes } from './modules/mail/routes.js'
 import { observeRequests } from './modules/metrics/requests.js'
+import { usageRoutes } from './modules/usage/routes.js'
 import { metricsRoutes } from './modules/metrics/routes.js'
 import { Metrics } from './modules/metrics/service.js'
 import { landingRoutes } from './system/landing-routes.js'
@@ -238,6 +239,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await app.register(installationRoutes)
     await app.register(connectionRoutes)
     await app.register(channelRoutes)
+    await app.register(usageRoutes)
     await app.register(satelliteKeyRoutes)
     await app.register(satelliteOfflineRoutes)
     await app.register(satelliteRoutes)

@@ -61,6 +61,8 @@ export interface Config {
   smtpFrom: MailSender | null
   /** How long the first connection to the database is retried at start before the process gives up. */
   databaseConnectTimeoutMs: number
+  /** Days the hourly tool-call figures are kept (the raw calls are kept 7 days whatever this says). */
+  usageRetentionDays: number
   /**
    * `host` or `host:port` entries (lower case, IPv6 in brackets) that outbound requests (client
    * metadata documents) may reach even when they resolve to a private or loopback address.
@@ -246,6 +248,7 @@ export function loadConfig(env: Environment = readEnvironment(), { terminal = pr
     smtpUrl,
     smtpFrom,
     databaseConnectTimeoutMs: integer('DATABASE_CONNECT_TIMEOUT', 30, 0, 3600) * 1000,
+    usageRetentionDays: integer('USAGE_RETENTION_DAYS', 90, 7, 3660),
     outboundAllowedHosts,
     metricsToken,
     warnings,

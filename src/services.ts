@@ -54,6 +54,8 @@ import { InstallationService } from './modules/installations/service.js'
 import { installationValueBox } from './modules/installations/sealed-values.js'
 import { Channel } from './modules/channel/service.js'
 import { channelRepository } from './db/repositories/channel.js'
+import { toolCallsRepository } from './db/repositories/tool-calls.js'
+import { ToolUsage } from './modules/usage/service.js'
 import { desiredStamps } from './db/repositories/desired-stamps.js'
 import { CORE_GROUPS, CORE_SETTINGS, type SettingDefinition, type SettingGroup } from './modules/settings/definitions.js'
 import { unreadableSecretsWarning } from './modules/settings/secret-rotation.js'
@@ -116,6 +118,8 @@ export interface Services {
   installations: InstallationService
   /** The satellite control channel: desired-state documents, long-polls and reports. */
   channel: Channel
+  /** Tool calls reported by satellites, and the usage read from them. */
+  toolUsage: ToolUsage
   /** Connections to OAuth-protected remote servers: views and endings. */
   connections: ConnectionService
   /** The connect flow (start, callback). */
@@ -134,7 +138,7 @@ export interface Services {
   pluginItems: PluginItemsRepository
   limits: AbuseLimits
   credentials: CredentialVerifiers
-  /** Deletes expired sessions, email tokens, OAuth requests, codes and tokens; run periodically by the lifecycle. */
+  /** Deletes expired sessions, email tokens, OAuth requests, codes and tokens, and tool calls past their retention; run periodically by the lifecycle. */
   purgeExpired(): Promise<void>
 }
 
@@ -277,7 +281,11 @@ export async function createServices(database: Database, { config, clock, log, l
     database, connections: connectionRows, installations: installationsRepository(database), teams, stamps, discovery,
     registration: upstreamRegistration, box: connectionTokens, digest, audit, clock,
   })
+  const toolUsage = new ToolUsage({
+    calls: toolCallsRepository(database), documents: channel.documents, clock, metrics: metrics.toolCalls, retentionDays: config.usageRetentionDays,
+  })
   return {
+    toolUsage,
     connections,
     connectFlow,
     discovery,
@@ -319,6 +327,7 @@ export async function createServices(database: Database, { config, clock, log, l
       await oauthRows.purgeExpired(now)
       await connectionRows.purgeExpiredFlows(now)
       await registrationTokenRows.purgeExpired(new Date(now.getTime() - REGISTRATION_TOKEN_RETENTION_MS))
+      await toolUsage.purge()
     },
     credentials: {
       ...noCredentials,

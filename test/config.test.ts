@@ -381,6 +381,18 @@ describe('DATABASE_CONNECT_TIMEOUT', () => {
   })
 })
 
+describe('USAGE_RETENTION_DAYS', () => {
+  it('is 90 days by default', () => {
+    expect(loadConfig({ DATA_DIR: dataDir(), ENCRYPTION_SECRET: SECRET }).usageRetentionDays).toBe(90)
+    expect(loadConfig({ DATA_DIR: dataDir(), ENCRYPTION_SECRET: SECRET, USAGE_RETENTION_DAYS: '30' }).usageRetentionDays).toBe(30)
+  })
+
+  it.each(['6', '-1', '1.5', '90d', '3661'])('%s is a problem naming the variable', (value) => {
+    const problems = problemsOf({ DATA_DIR: dataDir(), ENCRYPTION_SECRET: SECRET, USAGE_RETENTION_DAYS: value })
+    expect(problems).toEqual([`USAGE_RETENTION_DAYS must be an integer between 7 and 3660 (got "${value}")`])
+  })
+})
+
 describe('TRUST_PROXY', () => {
   const load = (value: string) => loadConfig({ DATA_DIR: dataDir(), ENCRYPTION_SECRET: SECRET, TRUST_PROXY: value })
 

@@ -6,7 +6,7 @@
  */
 import { request as httpRequest } from 'node:http'
 import { request as httpsRequest } from 'node:https'
-import type { DesiredState, Isolation, LogLine, ObservedInstance, ReportedTool, TokenClaims } from './types.js'
+import type { DesiredState, Isolation, LogLine, ObservedInstance, ReportedTool, TokenClaims, ToolCallRecord } from './types.js'
 
 export class BackendError extends Error {
   /** The request fields a 400 VALIDATION_ERROR names. */
@@ -137,6 +137,11 @@ export class Backend {
 
   async postLogs(instanceId: string, lines: LogLine[]): Promise<void> {
     await this.call('POST', this.own(`/instances/${encodeURIComponent(instanceId)}/logs`), { body: { lines } })
+  }
+
+  /** A batch of tool-call records; a batch id the backend has seen is taken again and counted once. */
+  async postCalls(instanceId: string, batch: { batch_id: string; calls: ToolCallRecord[] }): Promise<{ accepted: number; duplicate: boolean }> {
+    return (await this.call('POST', this.own(`/instances/${encodeURIComponent(instanceId)}/calls`), { body: batch })) as { accepted: number; duplicate: boolean }
   }
 
   /** RFC 7662: what the backend knows of a client's token. The answer is not enveloped. */

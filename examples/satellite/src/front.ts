@@ -19,7 +19,7 @@ import type { AddressInfo } from 'node:net'
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js'
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js'
 import type { ManagedInstance } from './instance.js'
-import type { TokenClaims } from './types.js'
+import type { TokenClaims, ToolCallRecord } from './types.js'
 import type { Logger } from './logger.js'
 import { BoundedEventStore } from './event-store.js'
 import { SessionRelay } from './relay.js'
@@ -50,6 +50,8 @@ export interface FrontOptions {
   instancesOf(installationId: string): ManagedInstance[]
   log: Logger
   sessions?: SessionLimits
+  /** Every `tools/call` served or refused, with the caller's user and client (never arguments or results). */
+  calls?: (instance: ManagedInstance, call: ToolCallRecord) => void
 }
 
 interface Session {
@@ -57,6 +59,8 @@ interface Session {
   instance: ManagedInstance
   upstream: Upstream
   sub: string
+  /** The OAuth client the session's token was issued to (introspection's client_id). */
+  clientId: string | null
   transport: StreamableHTTPServerTransport
   relay: SessionRelay
   /** Requests (and open streams) in progress. */
@@ -210,11 +214,11 @@ export class Front {
     if (upstream === undefined || instance.phase !== 'running') {
       return json(response, 503, { error: 'unavailable', error_description: `The server is ${instance.phase}.` }, { 'retry-after': '5' })
     }
-    await this.session(request, response, instance, upstream, sub)
+    await this.session(request, response, instance, upstream, sub, claims.client_id ?? null)
   }
 
   /** Hands the request to its session, or opens one (with its own upstream session) for an `initialize`. */
-  private async session(request: IncomingMessage, response: ServerResponse, instance: ManagedInstance, upstream: Upstream, sub: string): Promise<void> {
+  private async session(request: IncomingMessage, response: ServerResponse, instance: ManagedInstance, upstream: Upstream, sub: string, clientId: string | null): Promise<void> {
     const body = request.method === 'POST' ? await readJson(request, response) : undefined
     if (body === INVALID) return
     const sessionId = request.headers['mcp-session-id']
@@ -236,7 +240,7 @@ export class Front {
     let relay: SessionRelay | undefined
     const own = instance.sessionTransport({ streamEnded: (id) => relay?.upstreamStreamEnded(id) })
     if (own === undefined) return json(response, 503, { error: 'unavailable', error_description: `The server is ${instance.phase}.` }, { 'retry-after': '5' })
-    const session: Session = { id: undefined, instance, upstream, sub, active: 0, lastSeen: Date.now(), transport: undefined as never, relay: undefined as never }
+    const session: Session = { id: undefined, instance, upstream, sub, clientId, active: 0, lastSeen: Date.now(), transport: undefined as never, relay: undefined as never }
     const transport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => {
@@ -246,7 +250,13 @@ export class Front {
       eventStore: new BoundedEventStore(),
       retryInterval: RETRY_MS,
     })
-    relay = new SessionRelay(transport, own, { disabledTools: () => instance.disabledTools }, (text) => this.options.log.warn(`a session of ${instance.id}: ${text}`))
+    const calls = this.options.calls
+    relay = new SessionRelay(transport, own, {
+      tools: () => instance.toolPolicy,
+      ...(calls === undefined ? {} : {
+        called: (call) => calls(instance, { at: call.at.toISOString(), user_id: sub === '' ? null : sub, client_id: session.clientId, tool: call.tool, outcome: call.outcome, duration_ms: call.duration_ms }),
+      }),
+    }, (text) => this.options.log.warn(`a session of ${instance.id}: ${text}`))
     session.transport = transport
     session.relay = relay
     // A restart or crash of the instance ends its sessions: clients start new ones on what runs now.
@@ -292,7 +302,7 @@ export class Front {
     }
   }
 
-  /** Tells the open sessions of an instance that its tool list changed (the disabled tools did). */
+  /** Tells the open sessions of an instance that its tool list changed (its tool policy did). */
   toolsChanged(instance: ManagedInstance): void {
     for (const session of this.sessions.values()) {
       if (session.instance === instance) session.relay.listChanged('tools')

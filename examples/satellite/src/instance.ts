@@ -18,6 +18,7 @@ import { LaunchError, packageCommand, remoteTarget, type Secrets } from './launc
 import type { SecretOpener } from './key-ring.js'
 import { LiveHeaders } from './live-headers.js'
 import { mask, maskedForms } from './masking.js'
+import { OPEN_POLICY, policyOf, type ToolPolicy } from './tool-policy.js'
 import type { Instance, ObservedInstance, Phase } from './types.js'
 import { openTransport, Upstream, type TransportWatch } from './upstream.js'
 
@@ -71,15 +72,23 @@ export class ManagedInstance {
   /** The sealed rotating secrets the running upstream's headers were last built from. */
   private rotatingApplied = ''
 
+  /** The tool policy of `policyFor` (computed once per spec). */
+  private policy: ToolPolicy = OPEN_POLICY
+  private policyFor: Instance | undefined
+
   constructor(public spec: Instance, private readonly options: InstanceOptions) {}
 
   get id(): string {
     return this.spec.instance_id
   }
 
-  /** The tools clients may see and call. */
-  get disabledTools(): ReadonlySet<string> {
-    return new Set(this.spec.disabled_tools)
+  /** Which tools clients may see and call, as the current spec says (read at every request: a new document applies at once). */
+  get toolPolicy(): ToolPolicy {
+    if (this.policyFor !== this.spec) {
+      this.policy = policyOf(this.spec)
+      this.policyFor = this.spec
+    }
+    return this.policy
   }
 
   /**

@@ -34,6 +34,8 @@ export class Reports {
   private logTimer: NodeJS.Timeout | undefined
   private logsSending: Promise<void> | undefined
   private closed = false
+  /** False once the backend refused `output_schema` as an unknown field (a backend from before it). */
+  private backendTakesOutputSchema = true
 
   constructor(private readonly backend: Backend, private readonly log: Logger, private readonly snapshot: () => ObservedSnapshot | undefined) {}
 
@@ -115,7 +117,7 @@ export class Reports {
       const [instanceId, tools] = this.pendingTools.entries().next().value as [string, ReportedTool[]]
       this.pendingTools.delete(instanceId)
       try {
-        await this.backend.putTools(instanceId, tools)
+        await this.putTools(instanceId, tools)
       } catch (error) {
         if (!gone(error)) this.log.warn(`tool report for instance ${instanceId} failed: ${messageOf(error)}`)
         if (refusedForGood(error)) continue
@@ -123,6 +125,25 @@ export class Reports {
         if (!this.pendingTools.has(instanceId)) this.pendingTools.set(instanceId, tools)
         await delay(RETRY_MS)
       }
+    }
+  }
+
+  /**
+   * Sends a tool list with each tool's `output_schema`. A backend from before that field refuses
+   * it (400 VALIDATION_ERROR naming it): the list is sent again without it, and so are all later ones.
+   */
+  private async putTools(instanceId: string, tools: ReportedTool[]): Promise<void> {
+    const plain = (): ReportedTool[] => tools.map(({ output_schema: _dropped, ...tool }) => tool)
+    if (!this.backendTakesOutputSchema) return this.backend.putTools(instanceId, plain())
+    try {
+      await this.backend.putTools(instanceId, tools)
+    } catch (error) {
+      const refused = error instanceof BackendError && error.status === 400 && error.code === 'VALIDATION_ERROR' &&
+        error.fields.some((field) => field.endsWith('.output_schema'))
+      if (!refused) throw error
+      this.backendTakesOutputSchema = false
+      this.log.warn('the backend does not know the output_schema of tools yet; reporting tools without it')
+      await this.backend.putTools(instanceId, plain())
     }
   }
 
@@ -175,6 +196,7 @@ function toReported(tool: Tool): ReportedTool {
     ...(tool.title === undefined ? {} : { title: tool.title }),
     ...(tool.description === undefined ? {} : { description: tool.description }),
     input_schema: tool.inputSchema,
+    ...(tool.outputSchema === undefined ? {} : { output_schema: tool.outputSchema }),
     ...(tool.annotations === undefined ? {} : { annotations: tool.annotations }),
   }
 }

@@ -5,6 +5,7 @@
  */
 import { cpus, freemem, totalmem, type, arch } from 'node:os'
 import { Backend, BackendError, type HeartbeatBody, type IsolationReport } from './backend.js'
+import { CallLog } from './calls.js'
 import type { SatelliteConfig } from './config.js'
 import { UNRESTRICTED, type EgressRule } from './egress.js'
 import { Front } from './front.js'
@@ -17,6 +18,7 @@ import { Reports } from './reports.js'
 import { SatelliteKeys } from './sealing.js'
 import { StateStore, type Pairing } from './state.js'
 import { TokenChecker } from './tokens.js'
+import { policyKey } from './tool-policy.js'
 import type { DesiredState, Instance } from './types.js'
 import { SATELLITE_VERSION } from './upstream.js'
 
@@ -35,6 +37,7 @@ export class Satellite {
   readonly front: Front
   private readonly store: StateStore
   private readonly reports: Reports
+  private readonly calls: CallLog
   private readonly instances = new Map<string, ManagedInstance>()
   private readonly ring = new KeyRing()
   private pairing: Pairing | undefined
@@ -60,8 +63,13 @@ export class Satellite {
     this.backend = new Backend(config.backendUrl, (what) => void this.unpaired(what))
     this.store = new StateStore(config.stateDir)
     this.reports = new Reports(this.backend, log, () => this.observed())
+    this.calls = new CallLog(this.backend, log)
     const tokens = new TokenChecker((token) => this.backend.introspect(token))
-    this.front = new Front({ backendUrl: config.backendUrl, tokens, log, instancesOf: (id) => this.instancesOf(id), ...(config.sessions === undefined ? {} : { sessions: config.sessions }) })
+    this.front = new Front({
+      backendUrl: config.backendUrl, tokens, log, instancesOf: (id) => this.instancesOf(id),
+      calls: (instance, call) => this.calls.record(instance.id, call),
+      ...(config.sessions === undefined ? {} : { sessions: config.sessions }),
+    })
     this.ended = new Promise((resolve) => (this.endWith = resolve))
   }
 
@@ -107,8 +115,9 @@ export class Satellite {
     await this.polling
     await this.stopAll('the satellite is shutting down')
     await this.isolation?.close()
-    await this.reports.flush(5000)
+    await Promise.all([this.reports.flush(5000), this.calls.flush(5000)])
     this.reports.close()
+    this.calls.close()
     await this.saidOffline()
     await this.front.close()
     this.endWith(this.fatal)
@@ -346,7 +355,7 @@ export class Satellite {
         this.instances.set(spec.instance_id, instance)
         instance.update(spec)
       } else {
-        const toolsChanged = known.spec.disabled_tools.join('\n') !== spec.disabled_tools.join('\n')
+        const toolsChanged = policyKey(known.spec) !== policyKey(spec)
         known.update(spec)
         if (toolsChanged) this.front.toolsChanged(known)
       }

@@ -50,9 +50,21 @@ export interface Instance {
   restart_generation: number
   launch: PackageLaunch | RemoteLaunch
   secrets: SealedSecret[]
+  /** The tools clients may neither see nor call: those an admin disabled, and those held for approval. */
   disabled_tools: string[]
+  /** The only tools clients may see and call, when the installation has an allow-list; null or absent: no allow-list. */
+  allowed_tools?: string[] | null
+  /** Whether only approved tool definitions are offered and served. Absent (a backend from before the field): false. */
+  pin_tools?: boolean
+  /** The approved definitions, by definition hash (tool-hash.ts); under `pin_tools`, nothing else is offered. */
+  pinned_tools?: PinnedTool[]
   /** `none`: the process gets no network at all. Absent (a backend from before the field): `full`. */
   network?: 'full' | 'none'
+}
+
+export interface PinnedTool {
+  name: string
+  hash: string
 }
 
 /** What a satellite enforces between its instances, as registration and heartbeats advertise it. */
@@ -79,7 +91,25 @@ export interface ReportedTool {
   title?: string
   description?: string
   input_schema: object
+  /** The schema of the tool's structured result, when the server declares one. */
+  output_schema?: object
   annotations?: object
+}
+
+/**
+ * One `tools/call` a client made, served or refused: who, which tool, how it ended and how long it
+ * took — never its arguments or its result.
+ */
+export interface ToolCallRecord {
+  at: string
+  /** The token's subject; null when it has none. */
+  user_id: string | null
+  /** The OAuth client the token was issued to; null when introspection does not say. */
+  client_id: string | null
+  tool: string
+  /** `error`: a JSON-RPC error, a result marked `isError`, or no answer at all. */
+  outcome: 'ok' | 'error' | 'refused'
+  duration_ms: number
 }
 
 export interface LogLine {

@@ -4,6 +4,7 @@ import type { Database, PoolStats, QueryTimer } from '../../db/types.js'
 import { processMetrics } from './process.js'
 import { CountingHistogram } from './histogram.js'
 import { RequestMetrics } from './requests.js'
+import type { ToolCallMetrics } from '../usage/service.js'
 
 /** Why a login was refused; never who tried (labels are public to every scraper, and bounded). */
 export type LoginFailure = 'unknown_login' | 'wrong_password' | 'locked'
@@ -50,6 +51,7 @@ export class Metrics {
   readonly queries: QueryTimer
   readonly logins: LoginMetrics
   readonly tokens: TokenMetrics
+  readonly toolCalls: ToolCallMetrics
   private pool: Pick<Database, 'poolStats'> | null = null
   private kept: object | null = null
 
@@ -106,6 +108,16 @@ export class Metrics {
       },
       revoked: (reason) => revoked.labels(reason).inc(),
     }
+
+    const toolCalls = new Counter({
+      name: 'mcp_tool_calls_total',
+      help: 'MCP tool calls reported by satellites, by outcome (ok, error, refused); a batch posted again is counted once. Per team, user or tool: the usage API.',
+      labelNames: ['outcome'] as const,
+      registers,
+    })
+    const outcomes = new Map((['ok', 'error', 'refused'] as const).map((outcome) => [outcome, toolCalls.labels(outcome)]))
+    for (const child of outcomes.values()) child.inc(0)
+    this.toolCalls = { counted: (outcome, calls) => outcomes.get(outcome)!.inc(calls) }
   }
 
   /**
