@@ -105,7 +105,7 @@ export const ToolsBody = Type.Object({
     output_schema: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: "The tool's `outputSchema`, when the server declares one; part of its definition hash." })),
     annotations: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
   }, closed), { maxItems: MAX_TOOLS }),
-}, closed)
+}, { ...closed, examples: [{ tools: [{ name: 'search', input_schema: { type: 'object' } }] }] })
 export const CountEnvelope = Ok(Type.Object({ stored: Type.Integer() }))
 
 export const MAX_LOG_LINES = 500

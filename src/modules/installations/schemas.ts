@@ -263,5 +263,5 @@ export const ApproveToolsBody = Type.Object({
   tools: Type.Array(Type.Object({ name: ToolName, hash: Hash }, closed), {
     minItems: 1, maxItems: 1000, description: 'Each a tool name with the definition hash `GET …/tools` shows for it.',
   }),
-}, { ...closed, examples: [{ tools: [{ name: 'search', hash: 'a3f1c2d4e5b6a7980f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a6978' }] }] })
+}, { ...closed, examples: [{ tools: [{ name: 'search', hash: 'aed3fd26e25b0ccd3a7fbeb6371e9e65c47d9379d2eb32efadcf9e5daf843302' }] }] })
 export type ApproveToolsBody = Static<typeof ApproveToolsBody>
