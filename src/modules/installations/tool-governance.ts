@@ -39,15 +39,15 @@ export function refusedByPolicy(name: string, policy: Pick<ToolPolicy, 'disabled
 
 export const hashOf = (tool: ReportedTool): string => toolDefinitionHash(definitionOf(tool))
 
-/** The reported tools held under pinning (new, or changed since approval), by name and hash. */
+/** The reported tools held under pinning (new, or changed since approval), by name and hash, each pair once (instances may report the same tool). */
 export function heldOf(tools: readonly ReportedTool[], approvals: ReadonlyMap<string, Approval>, pinTools: boolean): HeldTool[] {
   if (!pinTools) return []
-  const held: HeldTool[] = []
+  const held = new Map<string, HeldTool>()
   for (const tool of tools) {
     const hash = hashOf(tool)
-    if (stateOf(hash, approvals.get(tool.name), true) !== 'approved') held.push({ name: tool.name, hash })
+    if (stateOf(hash, approvals.get(tool.name), true) !== 'approved') held.set(`${tool.name}\n${hash}`, { name: tool.name, hash })
   }
-  return held.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+  return [...held.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : a.hash < b.hash ? -1 : a.hash > b.hash ? 1 : 0))
 }
 
 /**

@@ -60,8 +60,9 @@ async function reportedTools(channel: ChannelRepository, installationId: string)
  * document's effective `disabled_tools` follows it) and records `installation.tools_changed`
  * for the held tools that were not held before, each change once.
  */
-export async function refreshHeld(deps: GovernanceDeps, tx: Db, installation: InstallationRow, tools?: readonly ReportedTool[]): Promise<HeldTool[]> {
-  const reported = tools ?? await reportedTools(deps.channel.with(tx), installation.id)
+export async function refreshHeld(deps: GovernanceDeps, tx: Db, installation: InstallationRow): Promise<HeldTool[]> {
+  // Every instance's tools: a tool one member's instance serves changed is held even while another's still serves the approved one.
+  const reported = (await deps.channel.with(tx).allStatesOf(installation.id)).flatMap((state) => state.tools)
   const approvals = approvalMap(await deps.approvals.with(tx).of([installation.id]))
   const held = heldOf(reported, approvals, installation.pinTools)
   const before = installation.heldTools

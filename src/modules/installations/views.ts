@@ -171,7 +171,7 @@ export function statusOf(
   }
   const said = state.message === null || state.message === '' ? '' : `: ${state.message}`
   if (state.phase === 'running' && installation.pinTools && installation.heldTools.length > 0) {
-    const names = installation.heldTools.map((tool) => tool.name)
+    const names = [...new Set(installation.heldTools.map((tool) => tool.name))]
     return {
       status: 'degraded',
       reason: `Its satellite ${satellite.name} reports running, but ${names.length === 1 ? 'a tool is' : `${names.length} tools are`} held until a team admin approves ${names.length === 1 ? 'it' : 'them'} ` +
