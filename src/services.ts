@@ -57,6 +57,8 @@ import { channelRepository } from './db/repositories/channel.js'
 import { toolCallsRepository } from './db/repositories/tool-calls.js'
 import { ToolUsage } from './modules/usage/service.js'
 import { desiredStamps } from './db/repositories/desired-stamps.js'
+import { toolApprovalsRepository } from './db/repositories/tool-approvals.js'
+import { refreshHeld, ToolGovernance, type GovernanceDeps } from './modules/installations/tools-service.js'
 import { CORE_GROUPS, CORE_SETTINGS, type SettingDefinition, type SettingGroup } from './modules/settings/definitions.js'
 import { unreadableSecretsWarning } from './modules/settings/secret-rotation.js'
 import { SettingsService } from './modules/settings/service.js'
@@ -120,6 +122,8 @@ export interface Services {
   channel: Channel
   /** Tool calls reported by satellites, and the usage read from them. */
   toolUsage: ToolUsage
+  /** Installations' tool policies, approvals (pinning) and tool states. */
+  toolGovernance: ToolGovernance
   /** Connections to OAuth-protected remote servers: views and endings. */
   connections: ConnectionService
   /** The connect flow (start, callback). */
@@ -237,11 +241,15 @@ export async function createServices(database: Database, { config, clock, log, l
     revoker: new Revoker({ discovery, registration: upstreamRegistration, box: connectionTokens, log }),
   })
   endConnections = (filter, reason, tx) => connections.end(filter, reason, tx).then((ended) => ended.after)
+  const governanceDeps: GovernanceDeps = {
+    database, installations: installationsRepository(database), teams, channel: channelRepository(database), approvals: toolApprovalsRepository(database), stamps, audit, clock,
+  }
   const installations = new InstallationService({
     database, installations: installationsRepository(database), servers, versions: serverVersionsRepository(database),
     satellites: satellitesRepository(database), teams, stamps, channel: channelRepository(database), box: valueBox, audit, clock,
     oauth: { probe: (url) => discovery.probe(url), canonical: canonicalResource }, endConnections: endingsLater,
     connectionStatuses: connectionStatuses(database),
+    refreshHeld: (tx, installation) => refreshHeld(governanceDeps, tx, installation),
     placementRules: async () => ({
       teamServersOnGlobal: await settings.get('global.team_servers_on_global_satellites'),
       quotaPerGlobalSatellite: await settings.get('global.team_quota_per_global_satellite'),
@@ -251,7 +259,9 @@ export async function createServices(database: Database, { config, clock, log, l
   // tool, which has no installations service, is caught up at each global satellite's next heartbeat).
   settings.onWrite('global.team_servers_on_global_satellites', (value, tx) => installations.teamServersSettingWritten(value === true, tx))
   settings.onWrite('global.team_quota_per_global_satellite', async () => () => installations.placeAllWaiting())
+  const toolGovernance = new ToolGovernance(governanceDeps)
   const channel = new Channel({
+    onTools: (installationId, changed) => toolGovernance.reported(installationId, changed),
     database, channel: channelRepository(database), satellites: satellitesRepository(database), stamps, box: valueBox,
     specKey: deriveKey(config.encryptionSecret, 'spec-hash'), audit, clock, log,
     connections: { connections: connectionRows, tokens: connectionTokens },
@@ -303,6 +313,7 @@ export async function createServices(database: Database, { config, clock, log, l
     versionService: new VersionService({ database, servers, versions: serverVersionsRepository(database), serverService, audit, clock, afterLatestChange: followLatest }),
     installations,
     channel,
+    toolGovernance,
     registryImporter,
     registrySync,
     registrySyncSchedule: new RegistrySyncSchedule({ sync: registrySync, settings, state: syncState, clock, log, everyMs: registrySyncCheckMs }),

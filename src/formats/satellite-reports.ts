@@ -10,6 +10,7 @@ export interface ReportedTool {
   title?: string
   description?: string
   input_schema: Record<string, unknown>
+  output_schema?: Record<string, unknown>
   annotations?: Record<string, unknown>
 }
 

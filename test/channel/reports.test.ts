@@ -1,3 +1,4 @@
+import { toolDefinitionHash } from '../../src/formats/tool-definitions.js'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createTestContext, type TestContext } from '../helpers/app.js'
@@ -100,7 +101,10 @@ describe.each(DIALECTS)('satellite reports on %s', (dialect) => {
     expect((await as(satellite, 'PUT', url, { tools })).statusCode).toBe(200)
     expect((await as(satellite, 'PUT', url, { tools: tools.slice(0, 1) })).json().data).toEqual({ stored: 1 })
     const read = await call('GET', `${installationOf(a.team.id, installation.id)}/tools`, a.teamUser)
-    expect(read.json().data.tools).toEqual([{ name: 'forecast', title: 'Forecast', description: 'The forecast for a place', input_schema: tools[0]!.input_schema, annotations: { readOnlyHint: true } }])
+    expect(read.json().data.tools).toEqual([{
+      name: 'forecast', title: 'Forecast', description: 'The forecast for a place', input_schema: tools[0]!.input_schema, output_schema: null, annotations: { readOnlyHint: true },
+      hash: toolDefinitionHash(tools[0]!), state: 'unpinned', disabled: false, approved: null,
+    }])
     expect((await view(installation.id)).tools_count).toBe(1)
     expect((await as(other, 'PUT', `/api/satellites/${other.id}/instances/${instance.instance_id}/tools`, { tools })).statusCode).toBe(404)
   })

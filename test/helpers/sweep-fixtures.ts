@@ -6,8 +6,13 @@ import { weatherDocument } from './installations.js'
 import type { DocumentedOperation } from './openapi-document.js'
 import { ALL_SCOPES, bearer, CLI_CLIENT_ID, issueTokens, REDIRECT_URI, s256 } from './oauth.js'
 import type { Credential } from './sweep.js'
+import { toolDefinitionHash } from '../../src/formats/tool-definitions.js'
+import { channelRepository } from '../../src/db/repositories/channel.js'
 
 const SWEEP_VERIFIER = 'sweep-code-verifier-0123456789-abcdefghijklmnopq'
+
+/** The tool the sweep's instance reports and the approve route approves. */
+const SWEEP_TOOL = { name: 'search', input_schema: { type: 'object' } }
 
 /**
  * Values the service knows, by parameter or field name: the command-line client, its redirect
@@ -189,6 +194,17 @@ export async function sweepAccounts(app: FastifyInstance, passwords: (username: 
   const document = await app.inject({ method: 'GET', url: `/api/satellites/${agent.id}/desired-state`, headers: { authorization: `Bearer ${agent.apiKey}` } })
   const instances = (document.json().data?.instances ?? []) as Array<{ instance_id: string }>
   if (!instances.some((instance) => instance.instance_id === agentInstanceId)) throw new Error(`the agent's document lacks ${agentInstanceId}: ${document.statusCode} ${document.body}`)
+  // A reported tool, so that a valid approval (of its hash) gets through.
+  const reported = await app.inject({
+    method: 'PUT', url: `/api/satellites/${agent.id}/instances/${agentInstanceId}/tools`, headers: { authorization: `Bearer ${agent.apiKey}` },
+    payload: { tools: [SWEEP_TOOL] },
+  })
+  if (reported.statusCode !== 200) throw new Error(`reporting the kept instance's tools failed: ${reported.statusCode} ${reported.body}`)
+  // The installation the sweep's writes act on is not placed on the agent: its tool is recorded as a report would be.
+  await channelRepository(app.services.database).putTools({
+    instanceId: `${targetInstallationId}.${user.id}`, installationId: targetInstallationId, userId: user.id, satelliteId: targetSatelliteId,
+    specRevision: 1, specHash: 'sweep', tools: [SWEEP_TOOL], reportedAt: new Date(),
+  })
   const revocableTokenId = (await registrationToken()).id
   let registration = await registrationToken()
 
@@ -287,6 +303,9 @@ export async function sweepAccounts(app: FastifyInstance, passwords: (username: 
       if (path.startsWith('/api/users/me/mcp/') && name === 'team_id') return teamId
       // The agent's own key again: a valid body replaces it with itself, and the agent's document keeps its secret instances.
       if (method === 'PUT' && path === '/api/satellites/{id}/public-key' && name === 'public_key') return agentKey
+      // One tool reported, and its very definition hash to approve: a valid approval gets through.
+      if (method === 'PUT' && path === '/api/satellites/{id}/instances/{instanceId}/tools' && name === 'tools') return [SWEEP_TOOL]
+      if (method === 'POST' && path === '/api/teams/{teamId}/mcp/installations/{id}/tools/approve' && name === 'tools') return [{ name: SWEEP_TOOL.name, hash: toolDefinitionHash(SWEEP_TOOL) }]
       return undefined
     },
     validPathValue(operation, name) {

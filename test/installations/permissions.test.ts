@@ -66,6 +66,10 @@ let renames = 0
 const RENAME = () => ({ name: `matrix-renamed-${++renames}` })
 const TEAM_VALUES = () => ({ values: { 'env:LOG_LEVEL': 'warn' } })
 const MY_VALUES = () => ({ values: { 'env:PERSONAL_TOKEN': MY_TOKEN } })
+let policies = 0
+const TOOL_POLICY = () => ({ disabled_tools: [`matrix-tool-${++policies}`] })
+let pins = 0
+const PIN = () => ({ pin_tools: ++pins % 2 === 1 })
 
 /** One line per route; the outcomes follow the column order of CALLERS. */
 function route(label: string, method: Method, path: Route['path'], subject: Subject, body: Route['body'], outcomes: Outcome[]): Route {
@@ -90,6 +94,8 @@ const ROUTES: Route[] = [
   route('POST restart', 'POST', under('restart'), 'per_user', undefined,    [OK,      E403,  E404,  OK,      E401, E401,  E401,     E401]),
   route('DELETE', 'DELETE', one, 'fresh', undefined,                        [OK,      E403,  E404,  OK,      E401, E401,  E401,     E401]),
   route('GET tools', 'GET', under('tools'), 'per_user', undefined,          [OK,      OK,    E404,  OK,      OK,   OK,    SCOPE,    E401]),
+  route('PUT tool-policy', 'PUT', under('tool-policy'), 'per_user', TOOL_POLICY, [OK, E403, E404,  OK,      E401, E401,  E401,     E401]),
+  route('PATCH pin_tools', 'PATCH', one, 'per_user', PIN,                   [OK,      E403,  E404,  OK,      E401, E401,  E401,     E401]),
   // The logs of a shared installation are the admins'; a member reads those of a per-user one (their own instance).
   route('GET logs (shared)', 'GET', under('logs'), 'shared', undefined,     [OK,      E403,  E404,  OK,      E403, OK,    SCOPE,    E401]),
   route('GET logs (per_user)', 'GET', under('logs'), 'per_user', undefined, [OK,      OK,    E404,  OK,      OK,   OK,    SCOPE,    E401]),

@@ -88,6 +88,25 @@ export function channelRepository(database: Database, executor: Db = database.db
       return db.select().from(t.mcpInstallationValues).where(inArray(t.mcpInstallationValues.installationId, [...installationIds]))
     },
 
+    /** The tools each reported instance of these installations serves, by instance id (for documents' effective `disabled_tools`). */
+    async reportedToolsOf(installationIds: readonly string[]): Promise<Map<string, ReportedTool[]>> {
+      const tools = new Map<string, ReportedTool[]>()
+      if (installationIds.length === 0) return tools
+      const rows = await db.select({ instanceId: states.instanceId, tools: states.tools }).from(states).where(inArray(states.installationId, [...installationIds]))
+      for (const row of rows) tools.set(row.instanceId, row.tools)
+      return tools
+    },
+
+    /** The approved tool definitions of these installations (name, hash), by installation. */
+    async approvalsOf(installationIds: readonly string[]): Promise<Map<string, Array<{ name: string; hash: string }>>> {
+      const out = new Map<string, Array<{ name: string; hash: string }>>()
+      if (installationIds.length === 0) return out
+      const a = t.installationToolApprovals
+      const rows = await db.select({ installationId: a.installationId, name: a.name, hash: a.hash }).from(a).where(inArray(a.installationId, [...installationIds])).orderBy(asc(a.name))
+      for (const row of rows) out.set(row.installationId, [...(out.get(row.installationId) ?? []), { name: row.name, hash: row.hash }])
+      return out
+    },
+
     /** The members of these teams, by team. */
     async membersOf(teamIds: readonly string[]): Promise<Map<string, string[]>> {
       const members = new Map<string, string[]>()

@@ -7,7 +7,8 @@ import { UNRESOLVED_SPEC_HASH, type ReportedState } from '../../formats/satellit
 
 export type InstallationRow = Database['t']['mcpInstallations']['$inferSelect']
 export type InstallationPatch = Partial<Pick<InstallationRow,
-  'name' | 'versionId' | 'trackLatest' | 'targetKind' | 'targetIndex' | 'transport' | 'inputs' | 'satelliteId' | 'desired' | 'network' | 'restartGeneration'>>
+  'name' | 'versionId' | 'trackLatest' | 'targetKind' | 'targetIndex' | 'transport' | 'inputs' | 'satelliteId' | 'desired' | 'network' | 'restartGeneration'
+  | 'disabledTools' | 'allowedTools' | 'pinTools' | 'heldTools'>>
 export type ValueRow = Database['t']['mcpInstallationValues']['$inferSelect']
 
 /** What a reader of an installation sees with it: its server, its version string and its satellite. */
@@ -242,6 +243,13 @@ export function installationsRepository(database: Database, executor: Db = datab
     /** Takes the installation's row for the rest of the transaction (PostgreSQL; SQLite transactions are serialized). */
     async lock(teamId: string, id: string): Promise<InstallationRow | undefined> {
       const query = db.select().from(i).where(and(eq(i.teamId, teamId), eq(i.id, id)))
+      const [row] = dialect === 'postgresql' ? await query.for('update') : await query
+      return row
+    },
+
+    /** Takes the installation's row by id alone (a satellite's report knows no team). */
+    async lockById(id: string): Promise<InstallationRow | undefined> {
+      const query = db.select().from(i).where(eq(i.id, id))
       const [row] = dialect === 'postgresql' ? await query.for('update') : await query
       return row
     },

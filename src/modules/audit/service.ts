@@ -19,6 +19,7 @@ export type AuditEventType =
   | 'installation.created' | 'installation.updated' | 'installation.values_set' | 'installation.my_values_set'
   | 'installation.restarted' | 'installation.deleted' | 'installation.placed' | 'installation.version_followed'
   | 'installation.released' | 'installation.own_values_dropped' | 'installation.entry_followed'
+  | 'installation.tool_policy_set' | 'installation.tools_approved' | 'installation.tools_changed'
   | 'plugin.loaded' | 'plugin.item_deleted_by_moderator'
   | 'team.created' | 'team.deleted' | 'team.member_added' | 'team.member_removed' | 'team.member_left'
   | 'team.member_role_changed' | 'team.owner_transferred'

@@ -9,6 +9,8 @@ import { keyFingerprint } from '../satellites/fingerprint.js'
 import { usableOn } from '../installations/own-values.js'
 import { bearerOf, maskedValuesOf, withRotating } from '../installations/rotating.js'
 import { LiveConnections, oauthInputsOf, type ConnectionSource } from './live-connections.js'
+import type { ReportedTool } from '../../formats/satellite-reports.js'
+import { effectiveDisabled } from '../installations/tool-governance.js'
 
 /**
  * A satellite's desired-state document: every instance it must run, complete. Built from the
@@ -33,6 +35,9 @@ export interface InstanceDocument {
   launch: Launch
   secrets: SealedSecret[]
   disabled_tools: string[]
+  allowed_tools: string[] | null
+  pin_tools: boolean
+  pinned_tools: Array<{ name: string; hash: string }>
 }
 
 /** A secret sealed for the satellite; `rotating` ones are renewed in place (see rotating.ts). */
@@ -129,10 +134,13 @@ export async function buildDocument(
   const sealing = { type: satellite.satelliteType, publicKey: satellite.publicKey }
   const fingerprint = keyFingerprint(satellite.publicKey)
   const usable = (row: ValueRow) => row.userId === null || usableOn({ held: row.value !== null || row.sealed !== null, approvedKey: row.approvedKey }, sealing, fingerprint)
-  const [values, members, live] = await Promise.all([
+  const governed = placed.filter((row) => toolsGoverned(row.installation)).map((row) => row.installation.id)
+  const [values, members, live, reportedTools, approvals] = await Promise.all([
     deps.channel.valuesOf(ids).then((rows) => rows.filter(usable)),
     deps.channel.membersOf([...new Set(placed.map((row) => row.installation.teamId))]),
     LiveConnections.read(deps.connections, placed),
+    deps.channel.reportedToolsOf(governed),
+    deps.channel.approvalsOf(placed.filter((row) => row.installation.pinTools).map((row) => row.installation.id)),
   ])
   const byInstallation = new Map<string, ValueRow[]>()
   for (const row of values) byInstallation.set(row.installationId, [...(byInstallation.get(row.installationId) ?? []), row])
@@ -160,7 +168,8 @@ export async function buildDocument(
         const text = await sealer!.seal(instanceId, secret.target, secret.value)
         return secret.rotating === true ? { target: secret.target, sealed: text, rotating: true } : { target: secret.target, sealed: text }
       }))
-      pending.push(sealed.then((secrets) => ({ ...built.document, secrets })))
+      const tools = toolFields(row.installation, reportedTools.get(instanceId) ?? [], approvals.get(row.installation.id) ?? [])
+      pending.push(sealed.then((secrets) => ({ ...built.document, secrets, ...tools })))
       facts.set(instanceId, {
         installationId: row.installation.id, userId: built.document.user_id, specHash: built.document.spec_hash,
         specRevision: row.installation.specRevision, secretValues: maskedValuesOf(built.secrets),
@@ -171,7 +180,11 @@ export async function buildDocument(
   const instances = await Promise.all(pending)
   const revision = createHash('sha256').update(JSON.stringify(instances.map((instance) => {
     const rotation = facts.get(instance.instance_id)?.rotation ?? ''
-    return rotation === '' ? [instance.instance_id, instance.spec_hash] : [instance.instance_id, instance.spec_hash, rotation]
+    const entry = rotation === '' ? [instance.instance_id, instance.spec_hash] : [instance.instance_id, instance.spec_hash, rotation]
+    // The tool fields are out of spec_hash (a policy change restarts nothing) but in the revision, so the satellite learns them at once.
+    const tools = instance.disabled_tools.length === 0 && instance.allowed_tools === null && !instance.pin_tools
+      ? null : [instance.disabled_tools, instance.allowed_tools, instance.pin_tools, instance.pinned_tools]
+    return tools === null ? entry : [...entry, tools]
   }))).digest('base64url').slice(0, 27)
   return {
     stamp: satellite.desiredStamp,
@@ -185,8 +198,29 @@ export async function buildDocument(
   }
 }
 
+/** Whether the tools reported matter to the document: an allow-list or pinning. */
+const toolsGoverned = (installation: PlacedInstallation['installation']): boolean => installation.allowedTools !== null || installation.pinTools
+
+/**
+ * The instance's tool fields: the effective `disabled_tools` (the deny-list, every reported tool
+ * outside the allow-list, and the tools held under pinning), the allow-list itself (a tool that
+ * appears between two reports is refused at once), and under pinning the approved definitions,
+ * the only ones the satellite may serve.
+ */
+function toolFields(
+  installation: PlacedInstallation['installation'], reported: readonly ReportedTool[], pinned: Array<{ name: string; hash: string }>,
+): Pick<InstanceDocument, 'disabled_tools' | 'allowed_tools' | 'pin_tools' | 'pinned_tools'> {
+  const approvals = new Map(pinned.map((entry) => [entry.name, { ...entry, definition: { name: entry.name, input_schema: {} }, approvedAt: new Date(0) }]))
+  return {
+    disabled_tools: effectiveDisabled(installation, reported, approvals),
+    allowed_tools: installation.allowedTools,
+    pin_tools: installation.pinTools,
+    pinned_tools: installation.pinTools ? pinned : [],
+  }
+}
+
 interface BuiltInstance {
-  document: Omit<InstanceDocument, 'secrets'>
+  document: Omit<InstanceDocument, 'secrets' | 'disabled_tools' | 'allowed_tools' | 'pin_tools' | 'pinned_tools'>
   secrets: SecretPlacement[]
   rotation: string
 }
@@ -272,7 +306,7 @@ function instancesOf(
           instance_id: instanceId, installation_id: installation.id, team_id: installation.teamId, user_id: userId, name: installation.name,
           endpoint_path: `/mcp/${installation.id}`, desired: installation.desired, network: installation.network,
           spec_hash: createHmac('sha256', deps.specKey).update(JSON.stringify(spec)).digest('base64url'),
-          restart_generation: installation.restartGeneration, launch: resolved.launch, disabled_tools: [],
+          restart_generation: installation.restartGeneration, launch: resolved.launch,
         },
         secrets: resolved.secrets,
         rotation,

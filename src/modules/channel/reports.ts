@@ -6,6 +6,13 @@ import type { Clock } from '../../lib/clock.js'
 import type { InstanceFacts } from './documents.js'
 import type { DesiredStates } from './desired-states.js'
 import { mask, maskedForms } from './masking.js'
+import { hashOf } from '../installations/tool-governance.js'
+
+/** Whether two reports name the same tools with the same definitions. */
+const sameTools = (a: readonly ReportedTool[], b: readonly ReportedTool[]): boolean => {
+  const key = (tools: readonly ReportedTool[]) => tools.map((tool) => `${tool.name}\n${hashOf(tool)}`).sort().join('\n')
+  return a.length === b.length && key(a) === key(b)
+}
 
 export type Phase = 'starting' | 'running' | 'degraded' | 'failed' | 'stopped'
 
@@ -30,7 +37,11 @@ export interface LogLine {
  * a spec that changed since says nothing about what runs now.
  */
 export class ChannelReports {
-  constructor(private readonly deps: { channel: ChannelRepository; documents: DesiredStates; clock: Clock }) {}
+  constructor(private readonly deps: {
+    channel: ChannelRepository; documents: DesiredStates; clock: Clock
+    /** Told after each tools report whether the instance's list (names and definition hashes) changed: tool governance. */
+    onTools?: (installationId: string, changed: boolean) => Promise<void>
+  }) {}
 
   async observed(satelliteId: string, instances: ObservedInstance[]): Promise<{ accepted: number; ignored: number }> {
     const current = await this.instancesOf(satelliteId)
@@ -51,10 +62,12 @@ export class ChannelReports {
 
   async tools(satelliteId: string, instanceId: string, tools: ReportedTool[]): Promise<number> {
     const facts = await this.placed(satelliteId, instanceId)
+    const before = this.deps.onTools === undefined ? [] : (await this.deps.channel.allStatesOf(facts.installationId)).find((state) => state.instanceId === instanceId)?.tools ?? []
     await this.deps.channel.putTools({
       instanceId, installationId: facts.installationId, userId: facts.userId, satelliteId, specRevision: facts.specRevision,
       specHash: facts.specHash, tools, reportedAt: this.now(),
     })
+    await this.deps.onTools?.(facts.installationId, !sameTools(before, tools))
     return tools.length
   }
 

@@ -61,7 +61,18 @@ export const InstanceDocument = Type.Object({
         'Its value is left out of `spec_hash`: a renewal changes the document\'s `revision` and this sealed text only, and the satellite swaps the value in place for the requests that follow, restarting nothing.',
     })),
   })),
-  disabled_tools: Type.Array(Type.String()),
+  disabled_tools: Type.Array(Type.String(), {
+    description: 'Tools not to offer (left out of `tools/list`) nor serve (`tools/call` refused with a JSON-RPC error): the team\'s deny-list, every reported tool outside `allowed_tools`, and the tools held under `pin_tools`. ' +
+      'Out of `spec_hash` (a change restarts nothing) but in the `revision`.',
+  }),
+  allowed_tools: Nullable(Type.Array(Type.String(), {
+    description: 'The team\'s allow-list, or null: when set, a tool outside it is neither offered nor served, including one that appears after the last report. Out of `spec_hash`, in the `revision`.',
+  })),
+  pin_tools: Type.Boolean({ description: 'Tool definitions are pinned: offer and serve only a tool whose live definition hash equals its entry in `pinned_tools`. Out of `spec_hash`, in the `revision`.' }),
+  pinned_tools: Type.Array(Type.Object({
+    name: Type.String(),
+    hash: Type.String({ description: 'Lowercase hex SHA-256 of the RFC 8785 canonical JSON of `{name, description, input_schema, output_schema, annotations}` as the server declares them (absent members left out).' }),
+  }), { description: 'The approved tool definitions (empty unless `pin_tools`); a tool whose live hash differs, or that has no entry, is held.' }),
 })
 
 export const DesiredStateEnvelope = Ok(Type.Object({
@@ -91,9 +102,10 @@ export const ToolsBody = Type.Object({
     title: Type.Optional(Type.String({ maxLength: 500 })),
     description: Type.Optional(Type.String({ maxLength: 20_000 })),
     input_schema: Type.Record(Type.String(), Type.Unknown()),
+    output_schema: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: "The tool's `outputSchema`, when the server declares one; part of its definition hash." })),
     annotations: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
   }, closed), { maxItems: MAX_TOOLS }),
-}, closed)
+}, { ...closed, examples: [{ tools: [{ name: 'search', input_schema: { type: 'object' } }] }] })
 export const CountEnvelope = Ok(Type.Object({ stored: Type.Integer() }))
 
 export const MAX_LOG_LINES = 500

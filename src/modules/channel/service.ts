@@ -20,11 +20,13 @@ export class Channel {
     log?: BuildDeps['log']
     /** The OAuth connections whose access tokens instances send. */
     connections?: BuildDeps['connections']
+    /** Tool governance, told after each tools report (see ChannelReports). */
+    onTools?: (installationId: string, changed: boolean) => Promise<void>
   }) {
     this.documents = new DesiredStates({
       feed: deps.database.changes, channel: deps.channel, box: deps.box, specKey: deps.specKey, clock: deps.clock, log: deps.log, connections: deps.connections,
     })
-    this.reports = new ChannelReports({ channel: deps.channel, documents: this.documents, clock: deps.clock })
+    this.reports = new ChannelReports({ channel: deps.channel, documents: this.documents, clock: deps.clock, onTools: deps.onTools })
   }
 
   close(): void {

@@ -9,6 +9,7 @@ import { errors } from '../../http/errors.js'
 import {
   ClientConfigAnswer, ClientConfigQuery, CreateInstallationBody, Done, InstallationEnvelope, InstallationPage, InstallationParams, ListQuery,
   LogsEnvelope, MyListQuery, MyValuesEnvelope, TeamParams, ToolsEnvelope, UpdateInstallationBody, ValuesBody,
+  ApproveToolsBody, ToolPolicyBody, ToolPolicyEnvelope,
 } from './schemas.js'
 import type { InstallationActor, InstallationList } from './service.js'
 import { CLIENT_CONFIG_FILE_NAMES, clientConfigDocument, wantsDownload } from './client-config.js'
@@ -192,20 +193,52 @@ export const installationRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/api/teams/:teamId/mcp/installations/:id/tools', {
     config: { auth: read },
     schema: {
-      tags, summary: 'The tools the satellite reported',
-      description: `The full list the satellite running the installation last reported for its current spec; empty until it reports one. ${BOUND_TEAM_TEXT}`,
+      tags, summary: 'The tools the satellite reported, with their state',
+      description: [
+        'Every tool the installation\'s instances last reported (each name once), sorted by name; empty until a satellite reports.',
+        'Each carries its definition `hash` (lowercase hex SHA-256 of the RFC 8785 canonical JSON of its name, description, input and output schemas and annotations),',
+        'its `state` under pinning (`approved`, `held_new`, `held_changed`, or `unpinned` while `pin_tools` is off), whether the satellite leaves it out (`disabled`: held, denied or outside the allow-list),',
+        'and `approved`, the definition a team admin approved — for a `held_changed` tool, the old definition beside the new one. Any member of the team may read it.',
+        BOUND_TEAM_TEXT,
+      ].join(' '),
       params: InstallationParams, response: { 200: ToolsEnvelope },
     },
   }, async (request) => {
-    const tools = await installations().tools(request.params.teamId, request.params.id, actorOf(request))
-    return {
-      success: true as const,
-      data: {
-        tools: tools.map((tool) => ({
-          name: tool.name, title: tool.title ?? null, description: tool.description ?? null, input_schema: tool.input_schema, annotations: tool.annotations ?? null,
-        })),
-      },
-    }
+    return { success: true as const, data: { tools: await app.services.toolGovernance.tools(request.params.teamId, request.params.id) } }
+  })
+
+  app.put('/api/teams/:teamId/mcp/installations/:id/tool-policy', {
+    config: { auth: manage },
+    schema: {
+      tags, summary: 'Set which tools the installation offers',
+      description: [
+        'Exactly one of `disabled_tools` (a deny-list) or `allowed_tools` (an allow-list), each at most 1 000 names of 1 to 200 characters; setting one clears the other, and `{"disabled_tools": []}` clears both.',
+        'Names need not exist yet: a tool that appears later is denied (or, outside an allow-list, refused) at once.',
+        'The satellite leaves the refused tools out of `tools/list` and answers `tools/call` for them with a JSON-RPC error; the change reaches it at its next read of what to run and restarts nothing.',
+        'Team admins only; audited (`installation.tool_policy_set`).',
+      ].join(' '),
+      params: InstallationParams, body: ToolPolicyBody, response: { 200: ToolPolicyEnvelope },
+    },
+  }, async (request) => {
+    const policy = await app.services.toolGovernance.setPolicy(request.params.teamId, request.params.id, request.body, actorOf(request))
+    return { success: true as const, data: { policy } }
+  })
+
+  app.post('/api/teams/:teamId/mcp/installations/:id/tools/approve', {
+    config: { auth: manage },
+    schema: {
+      tags, summary: 'Approve (pin) tool definitions',
+      description: [
+        'Pins each named tool to the definition with the given hash (1 to 1 000 tools): under `pin_tools`, a tool is offered only while its definition is the approved one;',
+        'a tool that is new, or whose definition changed since it was approved, is held (not offered, not callable) until a team admin approves it again.',
+        'Each hash must be one a satellite reported for that tool on this installation, else 409 `TOOL_DEFINITION_UNKNOWN` and nothing is approved.',
+        'The first approval turns `pin_tools` on. Answers the tools as `GET …/tools` does. Team admins only; audited (`installation.tools_approved`).',
+      ].join(' '),
+      params: InstallationParams, body: ApproveToolsBody, response: { 200: ToolsEnvelope },
+    },
+  }, async (request) => {
+    const tools = await app.services.toolGovernance.approve(request.params.teamId, request.params.id, request.body.tools, actorOf(request))
+    return { success: true as const, data: { tools } }
   })
 
   app.get('/api/teams/:teamId/mcp/installations/:id/logs', {

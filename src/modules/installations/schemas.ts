@@ -102,6 +102,9 @@ export const InstallationView = Type.Object({
   status_reason: Type.String({ description: 'Why, in words.' }),
   endpoint_url: Nullable(Type.String({ description: "`<satellite_url>/mcp/<installation id>` once placed on a satellite that has a URL: where MCP clients connect." })),
   tools_count: Type.Integer({ description: 'Tools the satellite reported for the current spec.' }),
+  disabled_tools: Nullable(Type.Array(Type.String(), { description: 'The deny-list of tools (PUT …/tool-policy); null when none is set.' })),
+  allowed_tools: Nullable(Type.Array(Type.String(), { description: 'The allow-list of tools (PUT …/tool-policy); null when none is set.' })),
+  pin_tools: Type.Boolean({ description: 'Tool definitions are pinned (on at the first approval, PATCH-able): a tool new or changed since approval is held, and the status reads `degraded` naming it.' }),
   spec_revision: Type.Integer({ description: 'Counts the changes to what runs (version, target, values, placement, desired state, restarts).' }),
   created_by: Type.String(),
   created_at: Timestamp,
@@ -118,7 +121,7 @@ export const InstallationView = Type.Object({
     ],
     missing_inputs: ['env:GITHUB_PERSONAL_ACCESS_TOKEN'], instance_mode: 'per_user', status: 'needs_config',
     status_reason: 'You have not set your own env:GITHUB_PERSONAL_ACCESS_TOKEN (PUT …/my-values).',
-    endpoint_url: 'https://sat-eu-1.example.com/mcp/019b0a3e-1c2d-7e4f-8a9b-0c1d2e3f4a5b', tools_count: 0, spec_revision: 3,
+    endpoint_url: 'https://sat-eu-1.example.com/mcp/019b0a3e-1c2d-7e4f-8a9b-0c1d2e3f4a5b', tools_count: 0, disabled_tools: null, allowed_tools: null, pin_tools: false, spec_revision: 3,
     created_by: '019b0a3a-0b1c-7d2e-8f3a-4b5c6d7e8f9a', created_at: '2026-11-20T09:30:00.000Z', updated_at: '2026-11-20T09:31:00.000Z',
   }],
 })
@@ -131,12 +134,28 @@ export const MyValuesEnvelope = Ok(Type.Object({
   values: Type.Array(InputView, { description: "The installation's user-scoped inputs with the caller's own `is_set` (and `value`, when not secret)." }),
 }))
 
+const Schema = Type.Record(Type.String(), Type.Unknown())
+const Hash = Type.String({ pattern: '^[0-9a-f]{64}$', description: 'The definition hash: lowercase hex SHA-256 of the RFC 8785 canonical JSON of `{name, description, input_schema, output_schema, annotations}` as the server declared them (absent members left out).' })
+
 export const ToolView = Type.Object({
   name: Type.String(),
   title: Nullable(Type.String()),
   description: Nullable(Type.String()),
-  input_schema: Type.Record(Type.String(), Type.Unknown()),
-  annotations: Nullable(Type.Record(Type.String(), Type.Unknown())),
+  input_schema: Schema,
+  output_schema: Nullable(Type.Record(Type.String(), Type.Unknown(), { description: "The tool's output schema; null when the server declares none." })),
+  annotations: Nullable(Schema),
+  hash: Hash,
+  state: Type.Union([Type.Literal('approved'), Type.Literal('held_new'), Type.Literal('held_changed'), Type.Literal('unpinned')], {
+    description: 'Under `pin_tools`: `approved` (this very definition was approved), `held_new` (never approved) or `held_changed` (approved with another definition); a held tool is neither offered nor callable until approved. `unpinned` while `pin_tools` is off.',
+  }),
+  disabled: Type.Boolean({ description: 'The satellite does not offer it: held, on the deny-list, or outside the allow-list.' }),
+  approved: (Nullable(Type.Object({
+    hash: Hash,
+    definition: Type.Object({
+      name: Type.String(), description: Type.Optional(Type.String()), input_schema: Schema, output_schema: Type.Optional(Schema), annotations: Type.Optional(Schema),
+    }, { description: 'The definition as it was reported when approved.' }),
+    approved_at: Timestamp,
+  }, { description: 'The approved definition, null when none was; for a `held_changed` tool, the old definition to compare with the new one beside it.' }))),
 })
 export const ToolsEnvelope = Ok(Type.Object({ tools: Type.Array(ToolView) }))
 
@@ -216,6 +235,7 @@ export const UpdateInstallationBody = Type.Object({
   network: Type.Optional(Network),
   auth: Type.Optional(Auth),
   team_connections: Type.Optional(TeamConnections),
+  pin_tools: Type.Optional(Type.Boolean({ description: 'Pin tool definitions (see POST …/tools/approve); off offers every tool the policy allows, whatever its definition. Restarts nothing.' })),
 }, { ...closed, minProperties: 1, examples: [{ version: '1.3.0', track_latest: false }, { desired: 'stopped' }] })
 export type UpdateInstallationBody = Static<typeof UpdateInstallationBody>
 
@@ -223,3 +243,25 @@ export const ValuesBody = Type.Object({ values: Values }, {
   ...closed,
   examples: [{ values: { 'env:API_KEY': 'sk-live-…', 'env:REGION': 'eu', 'env:OLD_FLAG': null } }],
 })
+
+const ToolName = Type.String({ minLength: 1, maxLength: 200 })
+
+export const ToolPolicyBody = Type.Object({
+  disabled_tools: Type.Optional(Type.Array(ToolName, { maxItems: 1000, description: 'Tools the satellite must not offer nor serve (a deny-list); `[]` clears the policy.' })),
+  allowed_tools: Type.Optional(Type.Array(ToolName, { maxItems: 1000, description: 'The only tools the satellite may offer and serve (an allow-list); a tool that appears later outside it is refused at once. `[]` allows none.' })),
+}, { ...closed, minProperties: 1, maxProperties: 1, examples: [{ disabled_tools: ['delete_repository'] }, { allowed_tools: ['search', 'get_issue'] }, { disabled_tools: [] }] })
+export type ToolPolicyBody = Static<typeof ToolPolicyBody>
+
+export const ToolPolicyView = Type.Object({
+  disabled_tools: Nullable(Type.Array(ToolName, { maxItems: 1000, description: 'The deny-list; null when none is set.' })),
+  allowed_tools: Nullable(Type.Array(ToolName, { maxItems: 1000, description: 'The allow-list; null when none is set (at most one of the two is).' })),
+  pin_tools: Type.Boolean({ description: 'Tool definitions are pinned: a tool new or changed since its approval is held until approved.' }),
+})
+export const ToolPolicyEnvelope = Ok(Type.Object({ policy: ToolPolicyView }))
+
+export const ApproveToolsBody = Type.Object({
+  tools: Type.Array(Type.Object({ name: ToolName, hash: Hash }, closed), {
+    minItems: 1, maxItems: 1000, description: 'Each a tool name with the definition hash `GET …/tools` shows for it.',
+  }),
+}, { ...closed, examples: [{ tools: [{ name: 'search', hash: 'aed3fd26e25b0ccd3a7fbeb6371e9e65c47d9379d2eb32efadcf9e5daf843302' }] }] })
+export type ApproveToolsBody = Static<typeof ApproveToolsBody>

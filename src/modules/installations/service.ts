@@ -77,6 +77,8 @@ export class InstallationService {
     placementRules: () => Promise<PlacementRules>
     /** Learns whether a remote server asks for OAuth sign-in (absent: no oauth inputs are derived). */
     oauth?: OAuthProbe
+    /** Finds again the tools held under pinning (tools-service.ts), when pin_tools changes. */
+    refreshHeld?: (tx: Db, installation: InstallationRow) => Promise<unknown>
     /** Ends connections whose oauth input is gone (or changed scope), or whose installation is deleted. */
     endConnections?: ConnectionEnding
   }) {
@@ -176,7 +178,7 @@ export class InstallationService {
       const row: InstallationRow = {
         id: newId(), teamId, serverId: server.id, versionId: version.id, name: '', trackLatest: body.track_latest ?? body.version === undefined,
         targetKind: derived.target.kind, targetIndex: derived.target.index, transport: derived.transport, inputs: derived.inputs,
-        satelliteId, desired: body.desired ?? 'running', network, specRevision: 1, restartGeneration: 0, createdBy: actor.userId, createdAt: now, updatedAt: now,
+        satelliteId, desired: body.desired ?? 'running', network, specRevision: 1, restartGeneration: 0, disabledTools: null, allowedTools: null, pinTools: false, heldTools: [], createdBy: actor.userId, createdAt: now, updatedAt: now,
       }
       const created = body.name !== undefined
         ? await installations.with(tx).insert({ ...row, name: body.name })
@@ -218,6 +220,7 @@ export class InstallationService {
       // Choosing a version pins it, unless the same request asks to follow the latest (which it must then be).
       else if (body.version !== undefined) patch.trackLatest = false
       if (body.network !== undefined) patch.network = body.network
+      if (body.pin_tools !== undefined) patch.pinTools = body.pin_tools
       if (body.satellite_id !== undefined) {
         const visibility = (await this.deps.servers.with(tx).find(current.serverId, { userId: '', isGlobalAdmin: true }))?.visibility ?? 'team'
         patch.satelliteId = await this.placement.choose({ teamId, visibility, installationId: id }, body.satellite_id, rules, tx)
@@ -250,9 +253,11 @@ export class InstallationService {
       checkNetwork(patch.targetKind ?? current.targetKind, patch.network ?? current.network)
       const changed = (Object.keys(patch) as Array<keyof InstallationPatch>).filter((key) => !sameValue(patch[key], current[key]))
       if (changed.length === 0) return
-      const updated = await installations.with(tx).update(id, patch, { respec: true, now: this.now() })
+      // Pinning changes what is offered, not what runs: alone, it moves no spec_revision.
+      const updated = await installations.with(tx).update(id, patch, { respec: changed.some((key) => key !== 'pinTools'), now: this.now() })
       if (updated === 'name_taken') throw nameTaken(body.name!)
       if (updated === null) throw errors.notFound('Installation')
+      if (changed.includes('pinTools') && this.deps.refreshHeld !== undefined) await this.deps.refreshHeld(tx, updated)
       if (patch.inputs !== undefined) await reconcileValues(installations.with(tx), this.deps.box, id, patch.inputs)
       if (changed.includes('satelliteId') && patch.satelliteId !== undefined && patch.satelliteId !== null) await this.moves.dropUnapprovedOn(tx, { id, teamId }, patch.satelliteId, actor)
       await this.deps.stamps.with(tx).satellites([current.satelliteId, patch.satelliteId === undefined ? current.satelliteId : patch.satelliteId])
@@ -261,6 +266,7 @@ export class InstallationService {
         details: {
           team_id: teamId, fields: Object.keys(body),
           ...(patch.satelliteId === undefined ? {} : { satellite_id: patch.satelliteId }), ...(patch.network === undefined ? {} : { network: patch.network }),
+          ...(patch.pinTools === undefined ? {} : { pin_tools: patch.pinTools }),
         },
       }, tx)
     })

@@ -170,6 +170,14 @@ export function statusOf(
     return { status: 'pending', reason: `Waiting for its satellite ${satellite.name} to pick up revision ${installation.specRevision}.` }
   }
   const said = state.message === null || state.message === '' ? '' : `: ${state.message}`
+  if (state.phase === 'running' && installation.pinTools && installation.heldTools.length > 0) {
+    const names = [...new Set(installation.heldTools.map((tool) => tool.name))]
+    return {
+      status: 'degraded',
+      reason: `Its satellite ${satellite.name} reports running, but ${names.length === 1 ? 'a tool is' : `${names.length} tools are`} held until a team admin approves ${names.length === 1 ? 'it' : 'them'} ` +
+        `(new, or changed since approved; POST …/tools/approve): ${listed(names.slice(0, 20))}${names.length > 20 ? ` and ${names.length - 20} more` : ''}.`,
+    }
+  }
   return { status: state.phase, reason: `Its satellite ${satellite.name} reports ${state.phase}${said}.` }
 }
 
@@ -224,6 +232,9 @@ export function installationView(
     status_reason: reason,
     endpoint_url: endpointOf(detail),
     tools_count: state?.toolsCount ?? 0,
+    disabled_tools: installation.disabledTools,
+    allowed_tools: installation.allowedTools,
+    pin_tools: installation.pinTools,
     spec_revision: installation.specRevision,
     created_by: installation.createdBy,
     created_at: installation.createdAt.toISOString(),

@@ -1,7 +1,8 @@
 import { sql } from 'drizzle-orm'
-import { boolean, index, integer, jsonb, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core'
+import { boolean, index, integer, jsonb, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core'
 import type { InstallationInput } from '../../../formats/installation-inputs.js'
 import type { ReportedTool } from '../../../formats/satellite-reports.js'
+import type { ToolDefinition } from '../../../formats/tool-definitions.js'
 import { teams, users } from './accounts.js'
 import { mcpServers, mcpServerVersions } from './catalogue.js'
 import { satellites } from './satellites.js'
@@ -32,6 +33,14 @@ export const mcpInstallations = pgTable('mcp_installations', {
   /** Moves with every change to what runs; the satellite channel's documents follow it. */
   specRevision: integer('spec_revision').notNull(),
   restartGeneration: integer('restart_generation').notNull(),
+  /** Tools the satellite must not offer (null: none by name). At most one of this and `allowed_tools` is set. */
+  disabledTools: jsonb('disabled_tools').$type<string[]>(),
+  /** The only tools the satellite may offer (null: no allow-list); a tool reported later outside it is refused at once. */
+  allowedTools: jsonb('allowed_tools').$type<string[]>(),
+  /** Tool definitions are pinned: a tool new or changed since its approval is held until a team admin approves it. */
+  pinTools: boolean('pin_tools').notNull().default(false),
+  /** The tools held now (new or changed under pin_tools), as last found at a report or an approval; each change is audited once. */
+  heldTools: jsonb('held_tools').$type<Array<{ name: string; hash: string }>>().notNull().default(sql`'[]'::jsonb`),
   createdBy: text('created_by').notNull(),
   createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull(),
   updatedAt: timestamp('updated_at', { withTimezone: true, mode: 'date' }).notNull(),
@@ -102,4 +111,19 @@ export const mcpInstanceLogs = pgTable('mcp_instance_logs', {
 }, (t) => [
   index('mcp_instance_logs_instance_idx').on(t.instanceId, t.id),
   index('mcp_instance_logs_installation_idx').on(t.installationId, t.id),
+])
+
+/**
+ * The tool definitions a team admin approved for an installation (pinning): one per tool name,
+ * the definition as reported when approved (shown beside a changed one) and its hash.
+ */
+export const installationToolApprovals = pgTable('installation_tool_approvals', {
+  installationId: text('installation_id').notNull().references(() => mcpInstallations.id, { onDelete: 'cascade' }),
+  name: text('name').notNull(),
+  hash: text('hash').notNull(),
+  definition: jsonb('definition').$type<ToolDefinition>().notNull(),
+  approvedBy: text('approved_by').notNull(),
+  approvedAt: timestamp('approved_at', { withTimezone: true, mode: 'date' }).notNull(),
+}, (t) => [
+  primaryKey({ columns: [t.installationId, t.name] }),
 ])

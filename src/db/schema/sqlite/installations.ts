@@ -1,7 +1,8 @@
 import { sql } from 'drizzle-orm'
-import { index, integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
+import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
 import type { InstallationInput } from '../../../formats/installation-inputs.js'
 import type { ReportedTool } from '../../../formats/satellite-reports.js'
+import type { ToolDefinition } from '../../../formats/tool-definitions.js'
 import { teams, users } from './accounts.js'
 import { mcpServers, mcpServerVersions } from './catalogue.js'
 import { satellites } from './satellites.js'
@@ -32,6 +33,14 @@ export const mcpInstallations = sqliteTable('mcp_installations', {
   /** Moves with every change to what runs; the satellite channel's documents follow it. */
   specRevision: integer('spec_revision').notNull(),
   restartGeneration: integer('restart_generation').notNull(),
+  /** Tools the satellite must not offer (null: none by name). At most one of this and `allowed_tools` is set. */
+  disabledTools: text('disabled_tools', { mode: 'json' }).$type<string[]>(),
+  /** The only tools the satellite may offer (null: no allow-list); a tool reported later outside it is refused at once. */
+  allowedTools: text('allowed_tools', { mode: 'json' }).$type<string[]>(),
+  /** Tool definitions are pinned: a tool new or changed since its approval is held until a team admin approves it. */
+  pinTools: integer('pin_tools', { mode: 'boolean' }).notNull().default(false),
+  /** The tools held now (new or changed under pin_tools), as last found at a report or an approval; each change is audited once. */
+  heldTools: text('held_tools', { mode: 'json' }).$type<Array<{ name: string; hash: string }>>().notNull().default(sql`'[]'`),
   createdBy: text('created_by').notNull(),
   createdAt: integer('created_at', { mode: 'timestamp_ms' }).notNull(),
   updatedAt: integer('updated_at', { mode: 'timestamp_ms' }).notNull(),
@@ -102,4 +111,19 @@ export const mcpInstanceLogs = sqliteTable('mcp_instance_logs', {
 }, (t) => [
   index('mcp_instance_logs_instance_idx').on(t.instanceId, t.id),
   index('mcp_instance_logs_installation_idx').on(t.installationId, t.id),
+])
+
+/**
+ * The tool definitions a team admin approved for an installation (pinning): one per tool name,
+ * the definition as reported when approved (shown beside a changed one) and its hash.
+ */
+export const installationToolApprovals = sqliteTable('installation_tool_approvals', {
+  installationId: text('installation_id').notNull().references(() => mcpInstallations.id, { onDelete: 'cascade' }),
+  name: text('name').notNull(),
+  hash: text('hash').notNull(),
+  definition: text('definition', { mode: 'json' }).$type<ToolDefinition>().notNull(),
+  approvedBy: text('approved_by').notNull(),
+  approvedAt: integer('approved_at', { mode: 'timestamp_ms' }).notNull(),
+}, (t) => [
+  primaryKey({ columns: [t.installationId, t.name] }),
 ])
