@@ -5,6 +5,7 @@ import { createTestContext, type TestContext } from '../helpers/app.js'
 import { manualClock, type ManualClock } from '../helpers/clock.js'
 import { DIALECTS } from '../helpers/database.js'
 import { importDocuments, install, installationOf, weatherDocument } from '../helpers/installations.js'
+import { bearer, issueTokens } from '../helpers/oauth.js'
 import { parseExposition, valueOf } from '../helpers/prometheus.js'
 import { createToken, heartbeat, pair, SATELLITE_LIMITS, type Paired } from '../helpers/satellites.js'
 import { client, crew as makeCrew, signUp, type Account, type Call, type Crew } from '../helpers/teams.js'
@@ -235,6 +236,26 @@ describe.each(DIALECTS)('tool calls and usage on %s', (dialect) => {
       const response = await call('GET', url, account)
       expect(response.statusCode, `${url}: ${response.body}`).toBe(status)
     }
+  })
+
+  it('bearer tokens with mcp:read read as their user; without it → 403', async () => {
+    const forTeam = { teamId: a.team.id }
+    const asUser = await issueTokens(app, a.teamUser.cookie, 'mcp:read', forTeam)
+    const asAdmin = await issueTokens(app, a.teamAdmin.cookie, 'mcp:read', forTeam)
+    const noRead = await issueTokens(app, a.teamUser.cookie, 'user:read account:read teams:read', forTeam)
+    const read = (token: string, url: string) => app.inject({ method: 'GET', url, headers: bearer(token) })
+    const usageUrl = `/api/teams/${a.team.id}/mcp/usage?group_by=user`
+    const users = async (token: string) => {
+      const response = await read(token, usageUrl)
+      expect(response.statusCode, response.body).toBe(200)
+      return (response.json().data.rows as UsageRow[]).map((row) => row.key).sort()
+    }
+    expect(await users(asUser.access_token)).toEqual([a.teamUser.id])
+    expect(await users(asAdmin.access_token)).toEqual([a.teamAdmin.id, a.teamUser.id].sort())
+    const calls = await read(asUser.access_token, `${installationOf(a.team.id, installationId)}/calls?limit=100`)
+    expect(calls.statusCode).toBe(200)
+    expect((calls.json().data.calls as CallBody[]).every((each) => each.user_id === a.teamUser.id)).toBe(true)
+    expect((await read(noRead.access_token, usageUrl)).statusCode).toBe(403)
   })
 
   it('retention: raw calls and batch ids after 7 days, hourly figures after USAGE_RETENTION_DAYS', async () => {
