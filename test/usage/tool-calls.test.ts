@@ -120,6 +120,8 @@ describe.each(DIALECTS)('tool calls and usage on %s', (dialect) => {
     ['a bad uuid', (c: CallBody) => ({ batch_id: 'not-a-uuid', calls: [c] }), 'batch_id'],
     ['a bad time', (c: CallBody) => ({ batch_id: randomUUID(), calls: [{ ...c, at: 'yesterday' }] }), 'at'],
     ['arguments', (c: CallBody) => ({ batch_id: randomUUID(), calls: [{ ...c, arguments: { q: 1 } }] }), 'arguments'],
+    ['a call dated two hours ahead', () => ({ batch_id: randomUUID(), calls: [one('bound', null), one('bound', null, 'ok', 10, 2 * HOUR)] }), 'calls[1].at'],
+    ['a call older than the retention', () => ({ batch_id: randomUUID(), calls: [one('bound', null, 'ok', 10, -91 * DAY)] }), 'calls[0].at'],
   ])('%s → 400', async (_label, body, field) => {
     const response = await as(satellite, 'POST', callsUrl(satellite, installationId), body(one('bound', null)))
     expect(response.statusCode, response.body).toBe(400)
@@ -199,7 +201,7 @@ describe.each(DIALECTS)('tool calls and usage on %s', (dialect) => {
   })
 
   it("an installation's calls: newest first, paginated; members see their own", async () => {
-    const base = 2 * HOUR
+    const base = -2 * HOUR
     const calls = Array.from({ length: 25 }, (_, i) => one(`list-${i}`, i % 2 === 0 ? a.teamUser.id : a.teamAdmin.id, 'ok', i, base + i * 1000))
     expect((await post(secondId, calls)).statusCode).toBe(200)
     const url = `${installationOf(a.team.id, secondId)}/calls`
@@ -286,8 +288,9 @@ describe.each(DIALECTS)('tool calls and usage on %s', (dialect) => {
     }
     await app.services.purgeExpired()
     expect(await counted()).toEqual([])
-    // The batch id is forgotten with its calls: the same id is a new batch now.
+    // The batch id is forgotten with its calls: the same id is a new batch now (its calls, dated
+    // before the retention, would be refused: the batch carries a call of today).
     expect((await heartbeat(app, sat3.id, sat3.apiKey)).statusCode).toBe(200)
-    expect((await post(id, calls, batchId, sat3)).json().data).toEqual({ accepted: 1, duplicate: false })
+    expect((await post(id, [one('kept', crew3.teamUser.id)], batchId, sat3)).json().data).toEqual({ accepted: 1, duplicate: false })
   })
 })

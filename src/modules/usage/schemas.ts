@@ -14,7 +14,7 @@ export const MAX_TOOL_NAME = 200
 export const CallsBody = Type.Object({
   batch_id: Type.String({ format: 'uuid', description: 'Chosen by the satellite; a batch posted again with the same id (a retry) is counted once.' }),
   calls: Type.Array(Type.Object({
-    at: Type.String({ format: 'date-time', description: 'When the call came in.' }),
+    at: Type.String({ format: 'date-time', description: 'When the call came in: at most an hour ahead of the backend\'s clock and within USAGE_RETENTION_DAYS, else the whole batch is refused (400).' }),
     user_id: Nullable(Type.String({ minLength: 1, maxLength: 200, description: "The `sub` of the caller's token." })),
     client_id: Nullable(Type.String({ minLength: 1, maxLength: 500, description: 'The OAuth client the token was issued to.' })),
     tool: Type.String({ minLength: 1, maxLength: MAX_TOOL_NAME }),

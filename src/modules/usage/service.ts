@@ -10,6 +10,8 @@ export const RAW_RETENTION_MS = 7 * DAY_MS
 /** The longest period one usage read covers. */
 export const MAX_SPAN_DAYS = 366
 const DEFAULT_SPAN_MS = 7 * DAY_MS
+/** How far ahead of this service's clock a call may be dated (the satellite's clock may run ahead). */
+export const FUTURE_SKEW_MS = HOUR_MS
 
 /** What the ingestion counts (Prometheus; outcome only: no team, user or tool label). */
 export interface ToolCallMetrics {
@@ -46,6 +48,14 @@ export class ToolUsage {
    * before is a duplicate and changes nothing.
    */
   async ingest(satelliteId: string, instanceId: string, batchId: string, calls: readonly ReportedCall[]): Promise<{ accepted: number; duplicate: boolean }> {
+    // A call dated ahead of now, or before the hourly figures are kept, would count in a period
+    // nobody has reached yet, or in one already purged: refused whole, before anything is written.
+    const now = this.deps.clock.now()
+    const oldest = now - this.deps.retentionDays * DAY_MS
+    const outside = calls.findIndex((call) => call.at.getTime() > now + FUTURE_SKEW_MS || call.at.getTime() < oldest)
+    if (outside !== -1) {
+      throw errors.validation([{ field: `calls[${outside}].at`, message: `must be within the last ${this.deps.retentionDays} days and at most an hour ahead of this service's clock`, in: 'body' }])
+    }
     const built = await this.deps.documents.current(satelliteId)
     if (built === undefined) throw errors.unauthorized()
     const facts = built.instances.get(instanceId)
