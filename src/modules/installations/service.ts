@@ -27,6 +27,7 @@ import { InstallationMoves, type MovingSatellite } from './moves.js'
 import type { ConnectionEnding } from '../../db/repositories/connections.js'
 import type { InstallationTarget, OAuthInputDetails } from '../../formats/installation-inputs.js'
 import { endedConnectionKeys, oauthDetailsFor, remoteOf, scopedConnections, withOAuthInput, type OAuthProbe } from './oauth-inputs.js'
+import { lockedInstallation, teamTransaction } from './team-writes.js'
 
 /** How long a member's list may be answered again unchanged (SQLite, nothing written meanwhile). */
 const MY_LIST_REUSE_MS = 1_000
@@ -164,7 +165,7 @@ export class InstallationService {
     const rules = await this.placement.rules()
     // Outside the transaction: the probe may take seconds.
     const oauth = await this.oauthDetails(teamId, body.server_id, body.version, body.target, body.values ?? {}, body.auth, [])
-    const id = await this.teamTransaction(teamId, async (tx) => {
+    const id = await teamTransaction(this.deps, teamId, async (tx) => {
       const server = await this.installableServer(body.server_id, teamId, tx)
       const version = await this.installableVersion(server, body.version, tx)
       await this.checkTracking(server, version, body.track_latest, body.version, tx)
@@ -211,8 +212,8 @@ export class InstallationService {
       ? await this.oauthDetails(teamId, before.serverId, body.version, body.target ?? { kind: before.targetKind, index: before.targetIndex }, {}, body.auth, before.inputs)
       : undefined
     let revoke = async () => {}
-    await this.teamTransaction(teamId, async (tx) => {
-      const current = await this.locked(teamId, id, tx)
+    await teamTransaction(this.deps, teamId, async (tx) => {
+      const current = await lockedInstallation(this.deps.installations, teamId, id, tx)
       const patch: InstallationPatch = {}
       if (body.name !== undefined) patch.name = body.name
       if (body.desired !== undefined) patch.desired = body.desired
@@ -276,8 +277,8 @@ export class InstallationService {
 
   /** The team's values (team-scoped keys), all or nothing. */
   async setValues(teamId: string, id: string, values: ValueMap, actor: InstallationActor): Promise<InstallationView> {
-    await this.teamTransaction(teamId, async (tx) => {
-      const current = await this.locked(teamId, id, tx)
+    await teamTransaction(this.deps, teamId, async (tx) => {
+      const current = await lockedInstallation(this.deps.installations, teamId, id, tx)
       const problems = checkValues(current.inputs, values, 'team')
       if (problems.length > 0) throw errors.validation(problems)
       if (Object.keys(values).length === 0) return
@@ -293,11 +294,11 @@ export class InstallationService {
 
   /** The caller's own values of user-scoped keys; only a member of the team has any. */
   async setMyValues(teamId: string, id: string, values: ValueMap, actor: InstallationActor): Promise<InstallationView['inputs']> {
-    await this.teamTransaction(teamId, async (tx) => {
+    await teamTransaction(this.deps, teamId, async (tx) => {
       if ((await this.deps.teams.with(tx).roleOf(actor.userId, teamId)) === null) {
         throw errors.forbidden({ required_role: 'team member' }, 'Forbidden: only members of the team set their own values.')
       }
-      const current = await this.locked(teamId, id, tx)
+      const current = await lockedInstallation(this.deps.installations, teamId, id, tx)
       const problems = checkValues(current.inputs, values, 'user')
       if (problems.length > 0) throw errors.validation(problems)
       if (Object.keys(values).length === 0) return
@@ -316,8 +317,8 @@ export class InstallationService {
 
   /** Asks the satellite to restart the installation's instances (a new restart generation). */
   async restart(teamId: string, id: string, actor: InstallationActor): Promise<InstallationView> {
-    await this.teamTransaction(teamId, async (tx) => {
-      const current = await this.locked(teamId, id, tx)
+    await teamTransaction(this.deps, teamId, async (tx) => {
+      const current = await lockedInstallation(this.deps.installations, teamId, id, tx)
       await this.deps.installations.with(tx).update(id, { restartGeneration: current.restartGeneration + 1 }, { respec: true, now: this.now() })
       await this.deps.stamps.with(tx).satellites([current.satelliteId])
       await this.deps.audit.record('installation.restarted', { actorId: actor.userId, ip: actor.ip, target: id, details: { team_id: teamId, restart_generation: current.restartGeneration + 1 } }, tx)
@@ -328,8 +329,8 @@ export class InstallationService {
   /** Removes it with its values; its satellite stops it at its next poll. */
   async delete(teamId: string, id: string, actor: InstallationActor): Promise<void> {
     let revoke = async () => {}
-    await this.teamTransaction(teamId, async (tx) => {
-      await this.locked(teamId, id, tx)
+    await teamTransaction(this.deps, teamId, async (tx) => {
+      await lockedInstallation(this.deps.installations, teamId, id, tx)
       if (this.deps.endConnections !== undefined) revoke = await this.deps.endConnections({ installationId: id }, 'installation_deleted', tx)
       const row = await this.deps.installations.with(tx).delete(id)
       if (row === null) throw errors.notFound('Installation')
@@ -436,21 +437,7 @@ export class InstallationService {
     return detail
   }
 
-  private async locked(teamId: string, id: string, tx: Db): Promise<InstallationRow> {
-    const row = await this.deps.installations.with(tx).lock(teamId, id)
-    if (row === undefined) throw errors.notFound('Installation')
-    return row
-  }
 
-  /** One transaction that first takes the team's row; the team must exist (a global admin passes the route's check for any id). */
-  private teamTransaction<T>(teamId: string, write: (tx: Db) => Promise<T>): Promise<T> {
-    return this.deps.database.transaction(async (tx) => {
-      const teams = this.deps.teams.with(tx)
-      await teams.lock(teamId)
-      if ((await teams.find(teamId)) === undefined) throw errors.notFound('Team')
-      return write(tx)
-    })
-  }
 
   /** A server the team may install: a global one, or one of the team's own; any other is 404. */
   private async installableServer(idOrSlug: string, teamId: string, tx: Db): Promise<ServerRow> {

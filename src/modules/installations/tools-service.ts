@@ -11,6 +11,7 @@ import type { Clock } from '../../lib/clock.js'
 import type { AuditLog } from '../audit/service.js'
 import type { InstallationActor } from './service.js'
 import { hashOf, heldOf, newlyHeld, refusedByPolicy, sameHeld, stateOf, type Approval, type HeldTool, type ToolState } from './tool-governance.js'
+import { lockedInstallation, teamTransaction } from './team-writes.js'
 
 /** The policy of an installation as the API shows it. */
 export interface ToolPolicyView {
@@ -97,8 +98,8 @@ export class ToolGovernance {
 
   /** Sets the deny-list or the allow-list (the other is cleared); an empty deny-list clears both. */
   async setPolicy(teamId: string, id: string, body: { disabled_tools?: string[]; allowed_tools?: string[] }, actor: InstallationActor): Promise<ToolPolicyView> {
-    return this.teamTransaction(teamId, async (tx) => {
-      const current = await this.locked(teamId, id, tx)
+    return teamTransaction(this.deps, teamId, async (tx) => {
+      const current = await lockedInstallation(this.deps.installations, teamId, id, tx)
       const unique = (names: string[]) => [...new Set(names)].sort()
       const patch = body.allowed_tools !== undefined
         ? { disabledTools: null, allowedTools: unique(body.allowed_tools) }
@@ -119,8 +120,8 @@ export class ToolGovernance {
    * TOOL_DEFINITION_UNKNOWN otherwise, and nothing is approved). The first approval turns pin_tools on.
    */
   async approve(teamId: string, id: string, tools: Array<{ name: string; hash: string }>, actor: InstallationActor): Promise<GovernedTool[]> {
-    await this.teamTransaction(teamId, async (tx) => {
-      const current = await this.locked(teamId, id, tx)
+    await teamTransaction(this.deps, teamId, async (tx) => {
+      const current = await lockedInstallation(this.deps.installations, teamId, id, tx)
       const reported = await this.deps.channel.with(tx).allStatesOf(id)
       const known = new Map<string, ReportedTool>()
       for (const state of reported) for (const tool of state.tools) known.set(`${tool.name}\n${hashOf(tool)}`, tool)
@@ -182,20 +183,7 @@ export class ToolGovernance {
     })
   }
 
-  private async locked(teamId: string, id: string, tx: Db): Promise<InstallationRow> {
-    const row = await this.deps.installations.with(tx).lock(teamId, id)
-    if (row === undefined) throw errors.notFound('Installation')
-    return row
-  }
 
-  private teamTransaction<T>(teamId: string, write: (tx: Db) => Promise<T>): Promise<T> {
-    return this.deps.database.transaction(async (tx) => {
-      const teams = this.deps.teams.with(tx)
-      await teams.lock(teamId)
-      if ((await teams.find(teamId)) === undefined) throw errors.notFound('Team')
-      return write(tx)
-    })
-  }
 
   private now(): Date {
     return new Date(this.deps.clock.now())
