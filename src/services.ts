@@ -261,7 +261,7 @@ export async function createServices(database: Database, { config, clock, log, l
   settings.onWrite('global.team_quota_per_global_satellite', async () => () => installations.placeAllWaiting())
   const toolGovernance = new ToolGovernance(governanceDeps)
   const channel = new Channel({
-    onTools: (installationId, changed) => toolGovernance.reported(installationId, changed),
+    onTools: (tx, installationId, store) => toolGovernance.reported(tx, installationId, store),
     database, channel: channelRepository(database), satellites: satellitesRepository(database), stamps, box: valueBox,
     specKey: deriveKey(config.encryptionSecret, 'spec-hash'), audit, clock, log,
     connections: { connections: connectionRows, tokens: connectionTokens },

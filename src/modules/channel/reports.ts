@@ -1,4 +1,5 @@
 import type { ChannelRepository, InstanceLogRow } from '../../db/repositories/channel.js'
+import type { Database, Db } from '../../db/types.js'
 import { newId } from '../../db/ids.js'
 import type { ReportedTool } from '../../formats/satellite-reports.js'
 import { errors } from '../../http/errors.js'
@@ -13,6 +14,9 @@ const sameTools = (a: readonly ReportedTool[], b: readonly ReportedTool[]): bool
   const key = (tools: readonly ReportedTool[]) => tools.map((tool) => `${tool.name}\n${hashOf(tool)}`).sort().join('\n')
   return a.length === b.length && key(a) === key(b)
 }
+
+/** See ChannelReports: governance around the storing of a tools report, inside its transaction. */
+export type ToolsReportHook = (tx: Db, installationId: string, store: () => Promise<boolean>) => Promise<void>
 
 export type Phase = 'starting' | 'running' | 'degraded' | 'failed' | 'stopped'
 
@@ -39,8 +43,14 @@ export interface LogLine {
 export class ChannelReports {
   constructor(private readonly deps: {
     channel: ChannelRepository; documents: DesiredStates; clock: Clock
-    /** Told after each tools report whether the instance's list (names and definition hashes) changed: tool governance. */
-    onTools?: (installationId: string, changed: boolean) => Promise<void>
+    /** Runs transactions: a tools report is stored and governed in one. */
+    database: Pick<Database, 'transaction'>
+    /**
+     * Tool governance: wraps the storing of each tools report in the same transaction (`store`
+     * answers whether the instance's list, names and definition hashes, changed), so what is held
+     * is never read apart from the tools that hold it.
+     */
+    onTools?: ToolsReportHook
   }) {}
 
   async observed(satelliteId: string, instances: ObservedInstance[]): Promise<{ accepted: number; ignored: number }> {
@@ -62,12 +72,20 @@ export class ChannelReports {
 
   async tools(satelliteId: string, instanceId: string, tools: ReportedTool[]): Promise<number> {
     const facts = await this.placed(satelliteId, instanceId)
-    const before = this.deps.onTools === undefined ? [] : (await this.deps.channel.allStatesOf(facts.installationId)).find((state) => state.instanceId === instanceId)?.tools ?? []
-    await this.deps.channel.putTools({
-      instanceId, installationId: facts.installationId, userId: facts.userId, satelliteId, specRevision: facts.specRevision,
-      specHash: facts.specHash, tools, reportedAt: this.now(),
+    const reportedAt = this.now()
+    await this.deps.database.transaction(async (tx) => {
+      const channel = this.deps.channel.with(tx)
+      const store = async (): Promise<boolean> => {
+        const before = (await channel.allStatesOf(facts.installationId)).find((state) => state.instanceId === instanceId)?.tools ?? []
+        await channel.putTools({
+          instanceId, installationId: facts.installationId, userId: facts.userId, satelliteId, specRevision: facts.specRevision,
+          specHash: facts.specHash, tools, reportedAt,
+        })
+        return !sameTools(before, tools)
+      }
+      if (this.deps.onTools === undefined) await store()
+      else await this.deps.onTools(tx, facts.installationId, store)
     })
-    await this.deps.onTools?.(facts.installationId, !sameTools(before, tools))
     return tools.length
   }
 

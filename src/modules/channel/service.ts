@@ -7,7 +7,7 @@ import type { AuditLog } from '../audit/service.js'
 import type { ValueBox } from '../installations/sealed-values.js'
 import { DesiredStates } from './desired-states.js'
 import type { BuildDeps } from './documents.js'
-import { ChannelReports } from './reports.js'
+import { ChannelReports, type ToolsReportHook } from './reports.js'
 
 /** The satellite control channel: documents and their long-polls, and reports. */
 export class Channel {
@@ -21,12 +21,12 @@ export class Channel {
     /** The OAuth connections whose access tokens instances send. */
     connections?: BuildDeps['connections']
     /** Tool governance, told after each tools report (see ChannelReports). */
-    onTools?: (installationId: string, changed: boolean) => Promise<void>
+    onTools?: ToolsReportHook
   }) {
     this.documents = new DesiredStates({
       feed: deps.database.changes, channel: deps.channel, box: deps.box, specKey: deps.specKey, clock: deps.clock, log: deps.log, connections: deps.connections,
     })
-    this.reports = new ChannelReports({ channel: deps.channel, documents: this.documents, clock: deps.clock, onTools: deps.onTools })
+    this.reports = new ChannelReports({ database: deps.database, channel: deps.channel, documents: this.documents, clock: deps.clock, onTools: deps.onTools })
   }
 
   close(): void {

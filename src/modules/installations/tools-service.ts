@@ -150,17 +150,17 @@ export class ToolGovernance {
   }
 
   /**
-   * After a satellite reported an instance's tools: what is held is found again, and the
-   * satellite's document is rebuilt when the list changed under an allow-list (a tool outside it
-   * joins the effective `disabled_tools`).
+   * Around the storing of a satellite's tools report, in its transaction: the installation is
+   * locked first (the order every writer of it keeps), the report stored, what is held found
+   * again, and the satellite's document rebuilt when the list changed under an allow-list (a tool
+   * outside it joins the effective `disabled_tools`).
    */
-  async reported(installationId: string, changed: boolean): Promise<void> {
-    await this.deps.database.transaction(async (tx) => {
-      const row = await this.deps.installations.with(tx).lockById(installationId)
-      if (row === undefined) return
-      if (changed && row.allowedTools !== null) await this.deps.stamps.with(tx).satellites([row.satelliteId])
-      if (row.pinTools || row.heldTools.length > 0) await refreshHeld(this.deps, tx, row)
-    })
+  async reported(tx: Db, installationId: string, store: () => Promise<boolean>): Promise<void> {
+    const row = await this.deps.installations.with(tx).lockById(installationId)
+    const changed = await store()
+    if (row === undefined) return
+    if (changed && row.allowedTools !== null) await this.deps.stamps.with(tx).satellites([row.satelliteId])
+    if (row.pinTools || row.heldTools.length > 0) await refreshHeld(this.deps, tx, row)
   }
 
   /** Every tool the installation's instances reported, with its hash, state and whether it is offered. */
