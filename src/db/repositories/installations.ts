@@ -240,17 +240,23 @@ export function installationsRepository(database: Database, executor: Db = datab
       return row === undefined ? undefined : { ...toDetail(row), ...(row.state == null ? {} : { state: row.state }) }
     },
 
-    /** Takes the installation's row for the rest of the transaction (PostgreSQL; SQLite transactions are serialized). */
+    /**
+     * Takes the installation's row for the rest of the transaction (PostgreSQL; SQLite transactions
+     * are serialized). `FOR NO KEY UPDATE`: writers of the installation still go one at a time, but
+     * a row that only refers to it (an instance's state, a log line, a call record) can be written
+     * meanwhile — its foreign-key check takes a key-share lock, which `FOR UPDATE` would block, and
+     * a transaction that then writes that same row would deadlock with it.
+     */
     async lock(teamId: string, id: string): Promise<InstallationRow | undefined> {
       const query = db.select().from(i).where(and(eq(i.teamId, teamId), eq(i.id, id)))
-      const [row] = dialect === 'postgresql' ? await query.for('update') : await query
+      const [row] = dialect === 'postgresql' ? await query.for('no key update') : await query
       return row
     },
 
-    /** Takes the installation's row by id alone (a satellite's report knows no team). */
+    /** Takes the installation's row by id alone (a satellite's report knows no team), as `lock` does. */
     async lockById(id: string): Promise<InstallationRow | undefined> {
       const query = db.select().from(i).where(eq(i.id, id))
-      const [row] = dialect === 'postgresql' ? await query.for('update') : await query
+      const [row] = dialect === 'postgresql' ? await query.for('no key update') : await query
       return row
     },
 
