@@ -17,6 +17,16 @@ export class BackendError extends Error {
     this.fields = Array.isArray(details) ? details.flatMap((detail: { field?: unknown }) => (typeof detail?.field === 'string' ? [detail.field] : [])) : []
   }
 
+  /**
+   * The backend refused this request for good: a 4xx other than a timeout (408), a rate limit
+   * (429), or a concurrent change that got in the way (409 CONFLICT: nothing was written, send it
+   * again). Sending the same again would only be refused again; anything else is tried later.
+   */
+  get refusedForGood(): boolean {
+    if (this.status < 400 || this.status >= 500) return false
+    return this.status !== 408 && this.status !== 429 && !(this.status === 409 && this.code === 'CONFLICT')
+  }
+
   /** The key is no longer valid: the satellite was deleted, or registered again elsewhere. */
   get unpaired(): boolean {
     return this.status === 401

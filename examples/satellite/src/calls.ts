@@ -152,7 +152,7 @@ export class CallLog {
 
 /** A 4xx other than 429: sending the same again will not help. */
 function refusedForGood(error: unknown): boolean {
-  return error instanceof BackendError && error.status >= 400 && error.status < 500 && error.status !== 429 && error.status !== 408
+  return error instanceof BackendError && error.refusedForGood
 }
 
 function messageOf(error: unknown): string {
