@@ -54,6 +54,8 @@ export type Caller = UserCaller | SatelliteCaller | RegistrationCaller | Scraper
 export interface CredentialVerifiers {
   session(sessionId: string): Promise<UserCaller | null>
   bearer(accessToken: string): Promise<UserCaller | null>
+  /** A personal access token (`service_pat_…`), checked with the scope and team rules of an access token. */
+  personalToken(token: string): Promise<UserCaller | null>
   satelliteKey(secret: string): Promise<SatelliteCaller | null>
   /** May throw a 401 that says why the token was refused. */
   registrationToken(token: string, scope: 'global' | 'team'): Promise<RegistrationCaller | null>
@@ -66,6 +68,7 @@ export interface CredentialVerifiers {
 export const noCredentials: CredentialVerifiers = {
   session: async () => null,
   bearer: async () => null,
+  personalToken: async () => null,
   satelliteKey: async () => null,
   registrationToken: async () => null,
   teamRole: async () => null,
