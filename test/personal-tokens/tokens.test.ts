@@ -112,6 +112,10 @@ describe.each(DIALECTS)('personal access tokens on %s', (dialect) => {
     const introspected = await app.inject({ method: 'POST', url: '/api/oauth2/introspect', headers: { cookie: admin.cookie }, payload: { token } })
     expect(introspected.statusCode, introspected.body).toBe(200)
     expect(introspected.json()).toMatchObject({ active: false })
+    // RFC 7009 revocation knows only OAuth tokens: it answers 200 and the token keeps working.
+    const revoked = await app.inject({ method: 'POST', url: '/api/oauth2/revoke', payload: { token, client_id: 'service-gateway-cli' } })
+    expect(revoked.statusCode).toBe(200)
+    expect((await getWith(app, '/api/users/me', token)).statusCode).toBe(200)
     const unknown = await getWith(app, '/api/users/me', 'service_pat_unknown')
     expect(unknown.statusCode).toBe(401)
     expect(unknown.headers['www-authenticate']).toContain('error="invalid_token"')
