@@ -11,14 +11,14 @@ export interface UserCaller {
   role: GlobalRole
   /** Granted OAuth scopes; only for bearer callers. */
   scopes?: readonly string[]
-  /** Id of the session or access token row. */
+  /** Id of the session, access token or personal access token row. */
   credentialId: string
   /** The user's row, when the credential check loaded it anyway (saves a second read). */
   user?: UserRow
   /** The user's default team, when the credential check loaded it (null: none). */
   defaultTeam?: TeamRow | null
   /**
-   * Bearer callers: the team the token was bound to at consent, which is all it reaches
+   * Bearer callers: the team the token was bound to at consent (or at a personal token's creation), which is all it reaches
    * (http/team-reach.ts). Null or absent: the user's whole reach (sessions, tokens without a team).
    */
   teamId?: string | null
