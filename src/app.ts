@@ -13,6 +13,9 @@ import { teamMemberRoutes } from './modules/teams/members-routes.js'
 import { teamRoutes } from './modules/teams/routes.js'
 import { settingsRoutes } from './modules/settings/routes.js'
 import { adminUserRoutes } from './modules/admin/users-routes.js'
+import { personalTokenRoutes } from './modules/personal-tokens/routes.js'
+import { adminPersonalTokenRoutes } from './modules/personal-tokens/admin-routes.js'
+import { personalTokenPageRoutes } from './modules/personal-tokens/page-routes.js'
 import { auditRoutes } from './modules/admin/audit-routes.js'
 import { rolesRoutes } from './modules/admin/roles-routes.js'
 import type { Caller, CredentialVerifiers } from './auth/caller.js'
@@ -243,6 +246,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await app.register(satelliteKeyRoutes)
     await app.register(satelliteOfflineRoutes)
     await app.register(satelliteRoutes)
+    await app.register(personalTokenRoutes)
+    await app.register(adminPersonalTokenRoutes)
+    await app.register(personalTokenPageRoutes, forms)
     await app.register(pluginsRoutes, { plugins })
     // Last: extension plugins mount beside the finished core.
     await plugins.mount(app)

@@ -78,6 +78,8 @@ import { ConnectionService } from './modules/connections/service.js'
 import { connectionTokensBox, type TokensBox } from './modules/connections/tokens-box.js'
 import { FetchBudget } from './oauth2/fetch-budget.js'
 import { OAuthServer } from './oauth2/server.js'
+import { personalTokensRepository } from './db/repositories/personal-tokens.js'
+import { PersonalTokens } from './modules/personal-tokens/service.js'
 
 /** Registration tokens stay listable (as used, revoked or expired) this long after they expire. */
 const REGISTRATION_TOKEN_RETENTION_MS = 7 * 24 * 3600_000
@@ -141,6 +143,8 @@ export interface Services {
   /** The items of extension plugins' collections. */
   pluginItems: PluginItemsRepository
   limits: AbuseLimits
+  /** Personal access tokens: users' bearer credentials for scripts and CI. */
+  personalTokens: PersonalTokens
   credentials: CredentialVerifiers
   /** Deletes expired sessions, email tokens, OAuth requests, codes and tokens, and tool calls past their retention; run periodically by the lifecycle. */
   purgeExpired(): Promise<void>
@@ -294,7 +298,9 @@ export async function createServices(database: Database, { config, clock, log, l
   const toolUsage = new ToolUsage({
     calls: toolCallsRepository(database), documents: channel.documents, clock, metrics: metrics.toolCalls, retentionDays: config.usageRetentionDays,
   })
+  const personalTokens = new PersonalTokens({ database, repository: personalTokensRepository(database), teams, audit, digest, clock, log })
   return {
+    personalTokens,
     toolUsage,
     connections,
     connectFlow,
@@ -339,11 +345,13 @@ export async function createServices(database: Database, { config, clock, log, l
       await connectionRows.purgeExpiredFlows(now)
       await registrationTokenRows.purgeExpired(new Date(now.getTime() - REGISTRATION_TOKEN_RETENTION_MS))
       await toolUsage.purge()
+      await personalTokens.purgeExpired()
     },
     credentials: {
       ...noCredentials,
       session: (id) => sessions.verify(id),
       bearer: (token) => oauth.tokens.verifyAccess(token),
+      personalToken: (token) => personalTokens.verify(token),
       teamRole: (userId, teamId) => teams.roleOf(userId, teamId),
       satelliteKey: (secret) => satellites.verifyKey(secret),
       registrationToken: (token, scope) => registrationTokens.verify(token, scope),

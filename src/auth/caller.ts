@@ -11,14 +11,14 @@ export interface UserCaller {
   role: GlobalRole
   /** Granted OAuth scopes; only for bearer callers. */
   scopes?: readonly string[]
-  /** Id of the session or access token row. */
+  /** Id of the session, access token or personal access token row. */
   credentialId: string
   /** The user's row, when the credential check loaded it anyway (saves a second read). */
   user?: UserRow
   /** The user's default team, when the credential check loaded it (null: none). */
   defaultTeam?: TeamRow | null
   /**
-   * Bearer callers: the team the token was bound to at consent, which is all it reaches
+   * Bearer callers: the team the token was bound to at consent (or at a personal token's creation), which is all it reaches
    * (http/team-reach.ts). Null or absent: the user's whole reach (sessions, tokens without a team).
    */
   teamId?: string | null
@@ -54,6 +54,8 @@ export type Caller = UserCaller | SatelliteCaller | RegistrationCaller | Scraper
 export interface CredentialVerifiers {
   session(sessionId: string): Promise<UserCaller | null>
   bearer(accessToken: string): Promise<UserCaller | null>
+  /** A personal access token (`service_pat_…`), checked with the scope and team rules of an access token. */
+  personalToken(token: string): Promise<UserCaller | null>
   satelliteKey(secret: string): Promise<SatelliteCaller | null>
   /** May throw a 401 that says why the token was refused. */
   registrationToken(token: string, scope: 'global' | 'team'): Promise<RegistrationCaller | null>
@@ -66,6 +68,7 @@ export interface CredentialVerifiers {
 export const noCredentials: CredentialVerifiers = {
   session: async () => null,
   bearer: async () => null,
+  personalToken: async () => null,
   satelliteKey: async () => null,
   registrationToken: async () => null,
   teamRole: async () => null,

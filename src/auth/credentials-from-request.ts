@@ -3,11 +3,14 @@ import type { FastifyRequest } from 'fastify'
 export const SESSION_COOKIE = 'auth_session'
 export const SATELLITE_KEY_PREFIX = 'service_satkey_'
 export const REGISTRATION_TOKEN_PREFIX = 'service_satellite_'
+/** A personal access token (modules/personal-tokens): told apart from OAuth access tokens by its prefix, so each costs one lookup. */
+export const PERSONAL_TOKEN_PREFIX = 'service_pat_'
 
 export type PresentedCredential =
   | { kind: 'none' }
   | { kind: 'session'; id: string }
   | { kind: 'bearer'; token: string }
+  | { kind: 'personal_token'; token: string }
   | { kind: 'satellite_key'; secret: string }
   | { kind: 'registration_token'; scope: 'global' | 'team'; token: string }
   | { kind: 'malformed_authorization' }
@@ -19,6 +22,7 @@ export function presentedBearer(request: FastifyRequest): PresentedCredential {
   const match = /^Bearer +([A-Za-z0-9\-._~+/]+=*)$/i.exec(header)
   if (match === null) return { kind: 'malformed_authorization' }
   const token = match[1]!
+  if (token.startsWith(PERSONAL_TOKEN_PREFIX)) return { kind: 'personal_token', token }
   if (token.startsWith(SATELLITE_KEY_PREFIX)) return { kind: 'satellite_key', secret: token.slice(SATELLITE_KEY_PREFIX.length) }
   if (token.startsWith(REGISTRATION_TOKEN_PREFIX)) {
     const rest = token.slice(REGISTRATION_TOKEN_PREFIX.length)

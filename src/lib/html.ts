@@ -25,6 +25,7 @@ button.primary{background:#1f6feb;border-color:#1f6feb;color:#fff}
 .error{background:#fde8e8;color:#8a1c1c;padding:.6rem;border-radius:4px}
 .success{background:#e6f4ea;color:#1e5631;padding:.6rem;border-radius:4px}
 .muted{color:#666;font-size:.9rem}
+input[type=checkbox]{width:auto;margin-right:.4rem}code{word-break:break-all}
 `
 
 const STYLE_HASH = `'sha256-${createHash('sha256').update(STYLE).digest('base64')}'`

@@ -127,13 +127,16 @@ function identify(request: FastifyRequest, routePolicy: Exclude<RoutePolicy, { k
     // Dual and bearer routes are the OAuth resources (RFC 9728): their refusals name its metadata.
     case 'dual': {
       if (bearer.kind === 'bearer') return verify.bearer(bearer.token).then(orRefuse(oauthChallenges(services).invalidToken))
+      // A personal access token stands in for an access token here, with the same scope and team rules.
+      if (bearer.kind === 'personal_token') return verify.personalToken(bearer.token).then(orRefuse(oauthChallenges(services).invalidToken))
       if (bearer.kind !== 'none') return refusal(oauthChallenges(services).invalidToken)
       const session = presentedSession(request)
       if (session.kind === 'session') return verify.session(session.id).then(orRefuse())
       return refusal(oauthChallenges(services).missing)
     }
     case 'bearer': {
-      // A session cookie is never accepted on a bearer-only route.
+      // A session cookie is never accepted on a bearer-only route, nor a personal access token:
+      // the only one, userinfo, answers OpenID Connect clients, which hold OAuth access tokens.
       if (bearer.kind === 'bearer') return verify.bearer(bearer.token).then(orRefuse(oauthChallenges(services).invalidToken))
       return refusal(oauthChallenges(services)[bearer.kind === 'none' ? 'missing' : 'invalidToken'])
     }

@@ -37,6 +37,7 @@ const CORE_TAGS = [
   { name: 'Settings', description: 'Global settings by group (global admins): the login and registration switches, team limits, mail, the identity provider, the catalogue.' },
   { name: 'Admin', description: 'Global administration: users and their global roles, the role table, the audit log, extension plugins and a test mail.' },
   { name: 'Database', description: 'Whether the database is configured, and setting it up while the service runs in setup mode.' },
+  { name: 'Personal access tokens', description: "Users' long-lived bearer tokens for scripts and CI (`service_pat_…`): created with a session and shown once, accepted like OAuth access tokens (scopes, team binding) on the routes that take a bearer token; global admins list and delete anyone's." },
 ] as const
 
 /**
@@ -95,7 +96,8 @@ export async function registerOpenApi(app: FastifyInstance, config: Config, plug
             description: 'The session cookie, set in this browser by POST /api/auth/email/login or /api/auth/email/register (or the sign-in page). ' +
               'A value typed here is not sent: a page cannot set the Cookie header, so sign in through the login route instead.',
           },
-          bearerAuth: { type: 'http', scheme: 'bearer', description: 'An OAuth2 access token from POST /api/oauth2/token (authorization code with PKCE S256; metadata at /.well-known/oauth-authorization-server), carrying the scope the route names.' },
+          bearerAuth: { type: 'http', scheme: 'bearer', description: 'An OAuth2 access token from POST /api/oauth2/token (authorization code with PKCE S256; metadata at /.well-known/oauth-authorization-server), carrying the scope the route names, ' +
+            'or a personal access token (`service_pat_…`, from POST /api/users/me/tokens) with that scope: the same scope and team rules apply. /api/oauth2/userinfo takes access tokens only.' },
           satelliteKey: {
             type: 'http', scheme: 'bearer', bearerFormat: 'service_satkey_<secret>',
             description: "A satellite's API key, from POST /api/satellites/register (shown once). It authenticates that one satellite on the satellite routes only, and is refused (403 SATELLITE_DISABLED) while an admin has the satellite disabled.",

@@ -25,6 +25,7 @@ export type AuditEventType =
   | 'team.member_role_changed' | 'team.owner_transferred'
   | 'connection.created' | 'connection.refreshed_failed' | 'connection.deleted'
   | 'upstream_client.registered' | 'upstream_client.saved' | 'upstream_client.deleted'
+  | 'personal_token.created' | 'personal_token.revoked'
 
 export interface AuditEntry {
   actorId?: string | null

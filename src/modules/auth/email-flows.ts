@@ -2,6 +2,7 @@ import type { Passwords } from '../../auth/passwords.js'
 import type { Config } from '../../config.js'
 import { newId } from '../../db/ids.js'
 import { signOutEverywhere } from '../../auth/sign-outs.js'
+import { personalTokensRepository } from '../../db/repositories/personal-tokens.js'
 import type { EmailTokenPurpose, EmailTokenRow, EmailTokensRepository } from '../../db/repositories/email-tokens.js'
 import type { OAuthRepository } from '../../db/repositories/oauth.js'
 import type { SessionsRepository } from '../../db/repositories/sessions.js'
@@ -118,10 +119,10 @@ export class EmailFlows {
       await users.with(tx).lockUser(row.userId)
       if (!(await tokens.with(tx).consume(row.id, now))) throw invalidToken()
       await tokens.with(tx).consumeAllFor(row.userId, 'reset_password', now)
-      const { oauthGrantsRevoked } = await signOutEverywhere({ sessions: sessionsRepository, oauth }, tx, row.userId, now)
+      const { oauthGrantsRevoked, personalTokensRevoked } = await signOutEverywhere({ sessions: sessionsRepository, oauth, personalTokens: personalTokensRepository(database) }, tx, row.userId, now)
       const updated = await users.with(tx).update(row.userId, { passwordHash, failedLogins: 0, failedLoginsSince: null, lockedUntil: null, updatedAt: now })
       if (updated === undefined) throw invalidToken()
-      await audit.record('user.password_reset', { actorId: updated.id, ip, target: updated.id, details: { oauth_grants_revoked: oauthGrantsRevoked } }, tx)
+      await audit.record('user.password_reset', { actorId: updated.id, ip, target: updated.id, details: { oauth_grants_revoked: oauthGrantsRevoked, personal_tokens_revoked: personalTokensRevoked } }, tx)
       return updated
     })
     await mail.sendBestEffort({ to: user.email, ...passwordChangedMail({ username: user.username }) }, { mail: 'password_changed', requestId })

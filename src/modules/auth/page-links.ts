@@ -11,11 +11,17 @@ export const ACCOUNT_PAGES = {
   signOut: '/api/auth/sign-out',
   forgotPassword: '/api/auth/forgot-password',
   resendVerification: '/api/auth/resend-verification',
+  personalTokens: '/api/auth/account/tokens',
 } as const
 
 export const SIGN_IN_LINK: PageLink = { href: ACCOUNT_PAGES.signIn, label: 'Sign in' }
 export const FORGOT_PASSWORD_LINK: PageLink = { href: ACCOUNT_PAGES.forgotPassword, label: 'Ask for a new reset mail' }
 export const RESEND_VERIFICATION_LINK: PageLink = { href: ACCOUNT_PAGES.resendVerification, label: 'Send a new verification mail' }
+
+/** What the account page links to, one line per page. */
+export const ACCOUNT_LINKS: readonly PageLink[] = [
+  { href: ACCOUNT_PAGES.personalTokens, label: 'Personal access tokens' },
+]
 
 /**
  * The forgot-password page, for a sign-in form's "Forgot password?" link: only while mail goes

@@ -2,6 +2,7 @@ import type { AbuseLimits } from '../../auth/limits.js'
 import type { Passwords } from '../../auth/passwords.js'
 import type { SessionService } from '../../auth/sessions.js'
 import { signOutEverywhere } from '../../auth/sign-outs.js'
+import { personalTokensRepository } from '../../db/repositories/personal-tokens.js'
 import { violatedUniqueIndex } from '../../db/errors.js'
 import { newId } from '../../db/ids.js'
 import type { OAuthRepository } from '../../db/repositories/oauth.js'
@@ -184,8 +185,8 @@ export class AccountService {
       const now = new Date(clock.now())
       // Like a successful login, a proven password clears the failure count.
       await users.with(tx).update(user.id, { passwordHash, failedLogins: 0, failedLoginsSince: null, lockedUntil: null, updatedAt: now })
-      const { oauthGrantsRevoked } = await signOutEverywhere({ sessions: sessionsRepository, oauth }, tx, user.id, now, sessionRowId)
-      await audit.record('user.password_changed', { actorId: user.id, ip: context.ip, target: user.id, details: { oauth_grants_revoked: oauthGrantsRevoked } }, tx)
+      const { oauthGrantsRevoked, personalTokensRevoked } = await signOutEverywhere({ sessions: sessionsRepository, oauth, personalTokens: personalTokensRepository(this.deps.database) }, tx, user.id, now, sessionRowId)
+      await audit.record('user.password_changed', { actorId: user.id, ip: context.ip, target: user.id, details: { oauth_grants_revoked: oauthGrantsRevoked, personal_tokens_revoked: personalTokensRevoked } }, tx)
     })
   }
 

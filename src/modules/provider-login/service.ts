@@ -15,6 +15,7 @@ import { loginDisabled } from '../auth/service.js'
 import type { SettingsService } from '../settings/service.js'
 import type { SessionService } from '../../auth/sessions.js'
 import { signOutEverywhere } from '../../auth/sign-outs.js'
+import { personalTokensRepository } from '../../db/repositories/personal-tokens.js'
 import { emailNotAvailable, providerFailed, type ProviderClient, type ProviderCredentials, type ProviderIdentity } from './client.js'
 import { safeReturnTo } from './return-to.js'
 import { usernameCandidates } from './usernames.js'
@@ -172,7 +173,7 @@ export class ProviderLogin {
    */
   private async claimUnverified(tx: Db, account: UserRow, identity: ProviderIdentity, now: Date): Promise<UserRow> {
     const { users, sessionRows, oauth, emailTokens } = this.deps
-    await signOutEverywhere({ sessions: sessionRows, oauth }, tx, account.id, now)
+    await signOutEverywhere({ sessions: sessionRows, oauth, personalTokens: personalTokensRepository(this.deps.database) }, tx, account.id, now)
     await emailTokens.with(tx).consumeAllFor(account.id, 'reset_password', now)
     await emailTokens.with(tx).consumeAllFor(account.id, 'verify_email', now)
     const user = await users.with(tx).update(account.id, {
