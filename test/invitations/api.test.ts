@@ -15,6 +15,7 @@ describe.each(DIALECTS)('team invitations through the API on %s', (dialect) => {
   let call: Call
   let clock: ManualClock
   let owner: Account
+  let globalAdmin: Account
   let seq = 0
   const unique = (prefix: string) => `${prefix}_${++seq}`
 
@@ -23,7 +24,7 @@ describe.each(DIALECTS)('team invitations through the API on %s', (dialect) => {
     clock = manualClock(Date.now())
     app = (await ctx.build({ clock, limits: ROOMY_LIMITS })).app
     call = client(app)
-    await signUp(app, 'inv_first_admin')
+    globalAdmin = await signUp(app, 'inv_first_admin')
     owner = await signUp(app, 'inv_owner')
     await app.services.settings.update([{ key: 'team.creation_limit', value: 100 }])
   })
@@ -166,6 +167,19 @@ describe.each(DIALECTS)('team invitations through the API on %s', (dialect) => {
     const unknown = await call('GET', `/api/invitations/${'x'.repeat(43)}`)
     expect(unknown.statusCode).toBe(400)
     expect(unknown.json().code).toBe('INVALID_TOKEN')
+  })
+
+  it('an invitation ends with its team and with the account of whoever sent it', async () => {
+    const inviter = await signUp(app, unique('inviter'))
+    const team = await createTeam(call, owner, 'Ending team')
+    expect((await call('POST', `/api/teams/${team.id}/members`, owner, { login: inviter.username, role: 'team_admin' })).statusCode).toBe(201)
+    const byInviter = await invited(call, team.id, inviter, 'ends_with_inviter@example.com')
+    const byOwner = await invited(call, team.id, owner, 'stays@example.com')
+    expect((await call('DELETE', `/api/admin/users/${inviter.id}`, globalAdmin)).statusCode).toBe(200)
+    expect((await call('GET', `/api/invitations/${byInviter.token}`)).json().code).toBe('INVALID_TOKEN')
+    expect((await call('GET', `/api/invitations/${byOwner.token}`)).statusCode).toBe(200)
+    expect((await call('DELETE', `/api/teams/${team.id}`, owner)).statusCode).toBe(200)
+    expect((await call('GET', `/api/invitations/${byOwner.token}`)).json().code).toBe('INVALID_TOKEN')
   })
 
   it('lists newest first with pagination', async () => {
