@@ -1,7 +1,9 @@
 import { and, count, desc, eq, gt, isNotNull, isNull, lt, lte, ne, notExists, sql, type SQL } from 'drizzle-orm'
 import type { Database, Db } from '../types.js'
 
+/** An invitation as stored: its token only as a digest. */
 export type InvitationRow = Database['t']['teamInvitations']['$inferSelect']
+/** Derived from the row and the time, never stored. */
 export type InvitationStatus = 'pending' | 'accepted' | 'revoked' | 'expired'
 
 /** An invitation with what its public view names: the team and who sent it. */
@@ -10,6 +12,7 @@ export interface InvitationWithNames extends InvitationRow {
   inviterUsername: string
 }
 
+/** A page of one team's invitations, optionally of one status at `now`. */
 export interface InvitationFilter {
   teamId: string
   status?: InvitationStatus
@@ -18,8 +21,10 @@ export interface InvitationFilter {
   offset: number
 }
 
+/** The queries on team invitations, on the database or inside a transaction (`with`). */
 export type InvitationsRepository = ReturnType<typeof invitationsRepository>
 
+/** SQL for team invitations, one implementation for both dialects. */
 export function invitationsRepository(database: Database, executor: Db = database.db) {
   const { t } = database
   const db = executor

@@ -5,6 +5,7 @@ import { acceptPageRoutes } from './accept-page-routes.js'
 import { PageForms } from './page-forms.js'
 import { teamPageRoutes } from './team-page-routes.js'
 
+/** What the pages share with the other account pages: the trusted origins and the CSRF key. */
 export interface InvitationPagesOptions {
   /** Origins a browser's form may come from (http/origins.ts). */
   origins: ReadonlySet<string>

@@ -10,7 +10,9 @@ import { ACCEPT_PAGE_PREFIX } from './links.js'
  * layout and under the policy of the other account pages.
  */
 
+/** The team invitations page, linked from the account page. */
 export const TEAM_INVITATIONS_PAGE = '/api/auth/account/teams'
+/** Where a visitor goes on from these pages (and signs out, to sign in as someone else). */
 export const ACCOUNT_LINK: PageLink = { href: ACCOUNT_PAGES.account, label: 'Your account' }
 
 const ROLE_NAMES = { team_admin: 'team admin', team_user: 'team member' } as const
@@ -31,6 +33,7 @@ export type AcceptState =
   | { kind: 'member' }
   | { kind: 'can-accept'; csrfToken: string }
 
+/** The page of an invitation link: what it invites to, then what `state` lets the visitor do. */
 export function acceptPage(invitation: InvitationWithNames, token: string, state: AcceptState, shown?: Notice): string {
   const action = `${ACCEPT_PAGE_PREFIX}${encodeURIComponent(token)}`
   const intro = `<h1>Join ${escapeHtml(invitation.teamName)}</h1>
@@ -77,6 +80,7 @@ ${csrfField(csrfToken)}
 </form>`
 }
 
+/** The answer to an accepted invitation. */
 export function joinedPage(teamName: string): string {
   return messagePage({
     title: 'Invitation accepted',
@@ -94,6 +98,7 @@ export interface ManagedTeam {
   pending: Array<InvitationRow & { inviterUsername: string }>
 }
 
+/** What the team invitations page shows. */
 export interface TeamInvitationsView {
   teams: ManagedTeam[]
   inviteToken: string
@@ -103,6 +108,7 @@ export interface TeamInvitationsView {
   created?: { email: string; acceptUrl: string; mailSent: boolean }
 }
 
+/** Each managed team with its invite form and pending invitations; a new link, once, on top. */
 export function teamInvitationsPage({ teams, inviteToken, revokeToken, notice: shown, created }: TeamInvitationsView): string {
   const createdHtml = created === undefined ? '' : `<div class="success" role="status"><p>${escapeHtml(created.email)} is invited. ${created.mailSent
     ? 'A mail with the link is on its way.' : 'No mail was sent (mail sending is off or failed): pass this link on yourself.'} It is shown only now.</p>

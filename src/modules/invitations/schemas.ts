@@ -9,17 +9,23 @@ const statusOf = (description?: string) =>
   Type.Union([Type.Literal('pending'), Type.Literal('accepted'), Type.Literal('revoked'), Type.Literal('expired')], description === undefined ? {} : { description })
 const Status = statusOf()
 
+/** A done deed (revoked). */
 export const Done = OkMessage
 
+/** The team routes' path: `:teamId` is what the route policy checks membership on. */
 export const TeamParams = Type.Object({ teamId: Type.String({ maxLength: 100 }) }, closed)
+/** An invitation of a team: an id of another team's invitation is not found. */
 export const InvitationParams = Type.Object({ teamId: Type.String({ maxLength: 100 }), id: Type.String({ maxLength: 100 }) }, closed)
+/** A link's token, in the path as the link carries it. */
 export const TokenParams = Type.Object({ token: Type.String({ minLength: 1, maxLength: 200, description: 'The token of the invitation link.' }) }, closed)
 
+/** Who to invite, and as what. */
 export const CreateInvitationBody = Type.Object({
   email: Type.String({ format: 'email', maxLength: 255, description: 'The address to invite; stored and compared in lower case.' }),
   role: TeamRole,
 }, closed)
 
+/** A page of a team's invitations, pending ones unless `status` says otherwise. */
 export const InvitationsQuery = Type.Object({
   ...PaginationQuery,
   status: Type.Optional(Type.Union([Status, Type.Literal('all')], { description: 'Which invitations: `pending` (the default), `accepted`, `revoked`, `expired`, or `all`.' })),
@@ -39,12 +45,14 @@ export const InvitationView = Type.Object({
   revoked_at: Nullable(Type.String({ format: 'date-time' })),
 })
 
+/** The creating answer: the one that shows the link. */
 export const CreatedEnvelope = Ok(Type.Object({
   invitation: InvitationView,
   accept_url: Type.String({ description: 'The link to accept, carrying the token: shown in this answer only.' }),
   mail_sent: Type.Boolean({ description: 'Whether the invitation mail went out (mail sending on, SMTP configured, the server accepted it).' }),
 }))
 
+/** A team's invitations, paginated. */
 export const InvitationsEnvelope = Ok(Type.Object({ invitations: Type.Array(InvitationView), pagination: Pagination }))
 
 /** What the holder of a link sees before accepting. */
@@ -56,4 +64,5 @@ export const PublicInvitationEnvelope = Ok(Type.Object({
   expires_at: Timestamp,
 }))
 
+/** The team just joined, as its new member sees it. */
 export const AcceptedEnvelope = Ok(Type.Object({ team: TeamView }))

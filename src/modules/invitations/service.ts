@@ -20,6 +20,7 @@ export const INVITATION_LIFETIME_MS = 7 * 24 * 3600_000
 /** Purged a week after it expired (used or not), so that a late visitor hears "expired" rather than "unknown" meanwhile. */
 export const INVITATION_RETENTION_MS = 7 * 24 * 3600_000
 
+/** What the invitation service is built from (services.ts). */
 export interface InvitationDeps {
   database: Database
   invitations: InvitationsRepository
