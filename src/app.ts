@@ -63,6 +63,8 @@ import { satelliteRoutes } from './modules/satellites/routes.js'
 import { registrationTokenRoutes } from './modules/satellites/token-routes.js'
 import { pluginsRoutes } from './plugin-host/plugins-routes.js'
 import { PluginHost } from './plugin-host/host.js'
+import { invitationRoutes } from './modules/invitations/routes.js'
+import { invitationPageRoutes } from './modules/invitations/page-routes.js'
 import { createServices, type OutboundOverrides, type Services } from './services.js'
 
 declare module 'fastify' {
@@ -227,6 +229,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await app.register(meRoutes)
     await app.register(teamRoutes)
     await app.register(teamMemberRoutes)
+    await app.register(invitationRoutes)
+    await app.register(invitationPageRoutes, forms)
     await app.register(settingsRoutes)
     await app.register(adminUserRoutes)
     await app.register(auditRoutes)

@@ -80,6 +80,9 @@ import { FetchBudget } from './oauth2/fetch-budget.js'
 import { OAuthServer } from './oauth2/server.js'
 import { personalTokensRepository } from './db/repositories/personal-tokens.js'
 import { PersonalTokens } from './modules/personal-tokens/service.js'
+import { invitationsRepository } from './db/repositories/invitations.js'
+import { InvitationService } from './modules/invitations/service.js'
+import { AcceptLinks } from './modules/invitations/links.js'
 
 /** Registration tokens stay listable (as used, revoked or expired) this long after they expire. */
 const REGISTRATION_TOKEN_RETENTION_MS = 7 * 24 * 3600_000
@@ -142,11 +145,13 @@ export interface Services {
   connectionTokens: TokensBox
   /** The items of extension plugins' collections. */
   pluginItems: PluginItemsRepository
+  /** Invitations to teams by email. */
+  invitations: InvitationService
   limits: AbuseLimits
   /** Personal access tokens: users' bearer credentials for scripts and CI. */
   personalTokens: PersonalTokens
   credentials: CredentialVerifiers
-  /** Deletes expired sessions, email tokens, OAuth requests, codes and tokens, and tool calls past their retention; run periodically by the lifecycle. */
+  /** Deletes expired sessions, email tokens, OAuth requests, codes and tokens, invitations and tool calls past their retention; run periodically by the lifecycle. */
   purgeExpired(): Promise<void>
 }
 
@@ -211,9 +216,13 @@ export async function createServices(database: Database, { config, clock, log, l
   // Built further down with the connections; the team and user endings call it through this.
   let endConnections: ConnectionEnding = async () => async () => {}
   const endingsLater: ConnectionEnding = (filter, reason, tx) => endConnections(filter, reason, tx)
-  const teamService = new TeamService({ database, teams, users, settings, audit, clock, endConnections: endingsLater })
+  const invitations = new InvitationService({
+    database, invitations: invitationsRepository(database), teams, users, settings, mail, audit, digest, clock, links: new AcceptLinks(settings, config.publicUrl),
+  })
+  const teamService = new TeamService({ database, teams, users, settings, audit, clock, endConnections: endingsLater, pendingSeats: (teamId, tx) => invitations.pendingSeats(teamId, tx) })
   const accounts = new AccountService({
     database, users, teams, sessionsRepository: sessionRows, oauth: oauthRows, sessions, passwords, settings, audit, emailFlows, limits, clock, metrics: metrics.logins,
+    invitedAddress: (token) => invitations.pendingAddress(token),
   })
   const oauth = new OAuthServer({
     database, repository: oauthRows, teams, resourceTeams: resourceTeamsRepository(database), settings, audit, digest,
@@ -313,6 +322,7 @@ export async function createServices(database: Database, { config, clock, log, l
     satellites,
     keyChange,
     pluginItems: pluginItemsRepository(database),
+    invitations,
     oauth,
     categoryService: new CategoryService({ database, categories, audit, clock }),
     serverService,
@@ -346,6 +356,7 @@ export async function createServices(database: Database, { config, clock, log, l
       await registrationTokenRows.purgeExpired(new Date(now.getTime() - REGISTRATION_TOKEN_RETENTION_MS))
       await toolUsage.purge()
       await personalTokens.purgeExpired()
+      await invitations.purge()
     },
     credentials: {
       ...noCredentials,

@@ -16,15 +16,27 @@ declare module 'fastify' {
 
 /**
  * The request as its log line shows it. The query string is left out: links carry secrets there
- * (email verification and reset tokens, the provider's code and state).
+ * (email verification and reset tokens, the provider's code and state). So is a path parameter
+ * named `token` (an invitation link's).
  */
 function requestForLog(request: FastifyRequest) {
   const query = request.url.indexOf('?')
+  const path = withoutPathToken(request, query === -1 ? request.url : request.url.slice(0, query))
   return {
     method: request.method,
-    url: query === -1 ? request.url : `${request.url.slice(0, query)}?[query omitted]`,
+    url: query === -1 ? path : `${path}?[query omitted]`,
     remoteAddress: request.ip,
   }
+}
+
+/** The segment a route's `:token` matched, replaced; the route's own pattern says which segment it is. */
+function withoutPathToken(request: FastifyRequest, path: string): string {
+  const pattern = routeOptionsOf(request)?.url
+  if (pattern === undefined || !pattern.includes('/:token')) return path
+  const patternParts = pattern.split('/')
+  const parts = path.split('/')
+  if (parts.length !== patternParts.length) return pattern
+  return parts.map((part, index) => (patternParts[index] === ':token' ? '[token omitted]' : part)).join('/')
 }
 
 const replyForLog = (reply: { statusCode: number }) => ({ statusCode: reply.statusCode })

@@ -206,6 +206,17 @@ export async function sweepAccounts(app: FastifyInstance, passwords: (username: 
     specRevision: 1, specHash: 'sweep', tools: [SWEEP_TOOL], reportedAt: new Date(),
   })
   const revocableTokenId = (await registrationToken()).id
+  // Invitations to the sweep team, for addresses no account has: one the sweep may revoke, one whose link the reads use.
+  const invitation = async (email: string): Promise<{ id: string; token: string }> => {
+    const response = await app.inject({ method: 'POST', url: `/api/teams/${teamId}/invitations`, headers: { cookie: admin.cookie }, payload: { email, role: 'team_user' } })
+    if (response.statusCode !== 201) throw new Error(`invitation fixture failed: ${response.statusCode} ${response.body}`)
+    const { invitation: { id }, accept_url: acceptUrl } = response.json().data as { invitation: { id: string }; accept_url: string }
+    const token = acceptUrl.slice(acceptUrl.lastIndexOf('/') + 1)
+    secrets.add(token)
+    return { id, token }
+  }
+  const revocableInvitation = await invitation('sweep-revocable-invitee@example.net')
+  const keptInvitation = await invitation('sweep-kept-invitee@example.net')
   let registration = await registrationToken()
 
   const issue = async () => {
@@ -279,6 +290,8 @@ export async function sweepAccounts(app: FastifyInstance, passwords: (username: 
       if (name === 'id' && actsAsSatellite(operation)) return agent.id
       if (name === 'instanceId') return agentInstanceId
       if (name === 'id' && path.startsWith('/api/satellites/registration-tokens/')) return revocableTokenId
+      if (name === 'id' && path.startsWith('/api/teams/{teamId}/invitations/')) return revocableInvitation.id
+      if (name === 'token') return keptInvitation.token
       if (name === 'id' && path.startsWith('/api/satellites/')) return targetSatelliteId
       if (name === 'id' && path.startsWith('/api/admin/users/')) return victim.id
       if (name === 'id' && path.startsWith('/api/teams/{teamId}/mcp/servers/')) return teamServerId
@@ -315,6 +328,7 @@ export async function sweepAccounts(app: FastifyInstance, passwords: (username: 
       if (name === 'id' && actsAsSatellite(operation)) return agent.id
       if (name === 'instanceId') return agentInstanceId
       if (name === 'id' && path.startsWith('/api/satellites/registration-tokens/')) return revocableTokenId
+      if (name === 'token') return keptInvitation.token
       if (name === 'id' && path.startsWith('/api/satellites/')) return keptSatelliteId
       if (name === 'id' && path.startsWith('/api/admin/users/')) return admin.id
       if (name === 'id' && path.startsWith('/api/teams/{teamId}/mcp/installations/')) return keptInstallationId

@@ -23,6 +23,7 @@ export type AuditEventType =
   | 'plugin.loaded' | 'plugin.item_deleted_by_moderator'
   | 'team.created' | 'team.deleted' | 'team.member_added' | 'team.member_removed' | 'team.member_left'
   | 'team.member_role_changed' | 'team.owner_transferred'
+  | 'invitation.created' | 'invitation.accepted' | 'invitation.revoked'
   | 'connection.created' | 'connection.refreshed_failed' | 'connection.deleted'
   | 'upstream_client.registered' | 'upstream_client.saved' | 'upstream_client.deleted'
   | 'personal_token.created' | 'personal_token.revoked'

@@ -21,6 +21,7 @@ export const RESEND_VERIFICATION_LINK: PageLink = { href: ACCOUNT_PAGES.resendVe
 /** What the account page links to, one line per page. */
 export const ACCOUNT_LINKS: readonly PageLink[] = [
   { href: ACCOUNT_PAGES.personalTokens, label: 'Personal access tokens' },
+  { href: '/api/auth/account/teams', label: 'Team invitations' },
 ]
 
 /**

@@ -10,6 +10,7 @@ export const RegisterBody = Type.Object({
   password: Password,
   first_name: Type.Optional(PersonName),
   last_name: Type.Optional(PersonName),
+  invitation_token: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'The token of a team invitation (from its link). When the invitation is pending and for this very address, the address counts as verified (no verification mail); any other token changes nothing. It does not join the team: accept the invitation afterwards.' })),
 }, closed)
 
 export const LoginBody = Type.Object({

@@ -23,6 +23,8 @@ export interface Registration {
   password: string
   first_name?: string
   last_name?: string
+  /** The token of a team invitation to this address: the address then counts as verified (joining is a separate step). */
+  invitation_token?: string
 }
 
 export interface RequestContext {
@@ -45,6 +47,8 @@ export interface Deps {
   limits: AbuseLimits
   clock: Clock
   metrics: LoginMetrics
+  /** The invited address of a pending invitation, null for any other token. */
+  invitedAddress?: (token: string) => Promise<string | null>
 }
 
 export const loginDisabled = () => new AppError(403, 'LOGIN_DISABLED', 'Login is disabled on this service.')
@@ -63,6 +67,8 @@ export class AccountService {
       throw new AppError(403, 'REGISTRATION_DISABLED', 'Email registration is disabled on this service.')
     }
     const email = input.email.toLowerCase()
+    // Holding an invitation mailed to this very address proves it as a verification link would; any other token changes nothing.
+    const invited = input.invitation_token !== undefined && (await this.deps.invitedAddress?.(input.invitation_token)) === email
     const verificationRequired = await emailFlows.verificationRequired()
     const loginEnabled = await settings.get('global.enable_login')
     // Hashing happens before the transaction: the lock below is held for milliseconds only.
@@ -72,12 +78,12 @@ export class AccountService {
     const result = await database.transaction(async (tx) => {
       // The first user ever is the global admin, with a verified email.
       const user = await this.insertAccount(tx, { ...input, email }, passwordHash, now, (first) =>
-        first ? { roleId: 'global_admin', emailVerified: true } : { roleId: 'global_user', emailVerified: false })
+        first ? { roleId: 'global_admin', emailVerified: true } : { roleId: 'global_user', emailVerified: invited })
       const pending = verificationRequired && !user.emailVerified
       // With login switched off a non-admin's session would be refused anyway.
       const signIn = !pending && (loginEnabled || user.roleId === 'global_admin')
       const session = signIn ? await sessions.create(user.id, sessionsRepository.with(tx)) : null
-      await audit.record('user.registered', { actorId: user.id, ip: context.ip, target: user.id, details: { role_id: user.roleId } }, tx)
+      await audit.record('user.registered', { actorId: user.id, ip: context.ip, target: user.id, details: { role_id: user.roleId, ...(invited ? { email_verified_by: 'invitation' } : {}) } }, tx)
       return { user, session, pending }
     }).catch((error: unknown) => {
       throw mapUserConflict(error)

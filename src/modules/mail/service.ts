@@ -22,6 +22,7 @@ export interface MailMessage {
 /** Which mail a best-effort send is, and the request that caused it: a failure's log line names both. */
 export interface MailContext {
   mail: 'verification' | 'password_reset' | 'password_changed' | 'welcome'
+    | 'invitation'
   requestId?: string
 }
 

@@ -126,3 +126,21 @@ export function welcomeMail({ username, link }: { username: string; link: string
     { username },
   )
 }
+
+/** An invitation to join a team; the team's name and the inviter's username are user text, escaped in the HTML part. */
+export function invitationMail({ inviter, team, role, link, expiresInDays }: { inviter: string; team: string; role: string; link: string; expiresInDays: number }): MailContent {
+  return render(
+    {
+      subject: `You are invited to join a team on ${PRODUCT_NAME}`,
+      heading: 'You are invited to join a team',
+      paragraphs: [
+        'Hello,',
+        `{inviter} invited you to join the team "{team}" on ${PRODUCT_NAME} as {role}.`,
+        'Open the link below to accept. It works once and expires in {days} days. If you have no account yet, register with this email address first.',
+      ],
+      action: { label: 'Accept the invitation', link },
+      closing: ['If you did not expect this invitation, you can ignore this email.'],
+    },
+    { inviter, team, role, days: String(expiresInDays) },
+  )
+}

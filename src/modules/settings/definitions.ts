@@ -87,7 +87,7 @@ export const CORE_SETTINGS = {
   }),
   'team.member_limit': define({
     group: 'team', type: 'number', default: 10, name: 'Team member limit', min: 1, max: 100_000,
-    description: 'Members of a non-default team.',
+    description: 'Members of a non-default team, pending invitations included.',
   }),
   'provider.oauth.enabled': define({
     group: 'provider-oauth', type: 'boolean', default: false, name: 'Provider OAuth Enabled',

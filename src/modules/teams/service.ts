@@ -34,6 +34,8 @@ export class TeamService {
     database: Database; teams: TeamsRepository; users: UsersRepository; settings: SettingsService; audit: AuditLog; clock: Clock
     /** Ends connections to remote servers (a member leaving, a team deleted); revocation runs after the commit. */
     endConnections?: ConnectionEnding
+    /** Seats the team's pending invitations hold (they count against `team.member_limit`), read inside the transaction. */
+    pendingSeats?: (teamId: string, tx: Db) => Promise<number>
   }) {}
 
   /** Ends the connections `filter` names inside `tx`; answers what to run after the commit. */
@@ -100,7 +102,7 @@ export class TeamService {
     return this.deps.teams.members(teamId)
   }
 
-  /** Existing users only, by email or username; at most `team.member_limit` members. */
+  /** Existing users only, by email or username; at most `team.member_limit` members, pending invitations included. */
   async addMember(teamId: string, login: string, role: TeamRole, actor: TeamActor): Promise<AddedMember> {
     const { database, teams, users, settings } = this.deps
     const limit = await settings.get('team.member_limit')
@@ -113,8 +115,8 @@ export class TeamService {
       }
       // A user deleted meanwhile is not found, on either dialect; the lock keeps them until commit.
       if (!(await users.with(tx).lockUser(user.id))) throw errors.notFound('User')
-      if ((await txTeams.countMembers(teamId)) >= limit) {
-        throw errors.conflict('MEMBER_LIMIT_REACHED', `A team may have at most ${limit} members.`)
+      if ((await txTeams.countMembers(teamId)) + (await this.deps.pendingSeats?.(teamId, tx) ?? 0) >= limit) {
+        throw errors.conflict('MEMBER_LIMIT_REACHED', `A team may have at most ${limit} members, pending invitations included.`)
       }
       if (!(await txTeams.addMember(teamId, user.id, role, this.now()))) {
         throw errors.conflict('ALREADY_MEMBER', 'This user is already a member of the team.')
