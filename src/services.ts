@@ -78,6 +78,8 @@ import { ConnectionService } from './modules/connections/service.js'
 import { connectionTokensBox, type TokensBox } from './modules/connections/tokens-box.js'
 import { FetchBudget } from './oauth2/fetch-budget.js'
 import { OAuthServer } from './oauth2/server.js'
+import { twoFactorRepository } from './db/repositories/two-factor.js'
+import { createTwoFactor, type TwoFactor } from './modules/two-factor/index.js'
 
 /** Registration tokens stay listable (as used, revoked or expired) this long after they expire. */
 const REGISTRATION_TOKEN_RETENTION_MS = 7 * 24 * 3600_000
@@ -140,6 +142,8 @@ export interface Services {
   connectionTokens: TokensBox
   /** The items of extension plugins' collections. */
   pluginItems: PluginItemsRepository
+  /** Two-factor authentication: the account's own settings and the second step of a sign-in. */
+  twoFactor: TwoFactor
   limits: AbuseLimits
   credentials: CredentialVerifiers
   /** Deletes expired sessions, email tokens, OAuth requests, codes and tokens, and tool calls past their retention; run periodically by the lifecycle. */
@@ -208,8 +212,13 @@ export async function createServices(database: Database, { config, clock, log, l
   let endConnections: ConnectionEnding = async () => async () => {}
   const endingsLater: ConnectionEnding = (filter, reason, tx) => endConnections(filter, reason, tx)
   const teamService = new TeamService({ database, teams, users, settings, audit, clock, endConnections: endingsLater })
+  const twoFactorRows = twoFactorRepository(database)
+  const twoFactor = createTwoFactor({
+    database, users, repository: twoFactorRows, sessionRows, sessions, passwords, settings, audit, limits, clock, digest, config, metrics: metrics.logins,
+  })
   const accounts = new AccountService({
     database, users, teams, sessionsRepository: sessionRows, oauth: oauthRows, sessions, passwords, settings, audit, emailFlows, limits, clock, metrics: metrics.logins,
+    secondFactor: (user) => twoFactor.signIn.challenge(user),
   })
   const oauth = new OAuthServer({
     database, repository: oauthRows, teams, resourceTeams: resourceTeamsRepository(database), settings, audit, digest,
@@ -307,6 +316,7 @@ export async function createServices(database: Database, { config, clock, log, l
     satellites,
     keyChange,
     pluginItems: pluginItemsRepository(database),
+    twoFactor,
     oauth,
     categoryService: new CategoryService({ database, categories, audit, clock }),
     serverService,
@@ -339,6 +349,7 @@ export async function createServices(database: Database, { config, clock, log, l
       await connectionRows.purgeExpiredFlows(now)
       await registrationTokenRows.purgeExpired(new Date(now.getTime() - REGISTRATION_TOKEN_RETENTION_MS))
       await toolUsage.purge()
+      await twoFactorRows.purgeExpired(now)
     },
     credentials: {
       ...noCredentials,

@@ -25,6 +25,7 @@ export type AuditEventType =
   | 'team.member_role_changed' | 'team.owner_transferred'
   | 'connection.created' | 'connection.refreshed_failed' | 'connection.deleted'
   | 'upstream_client.registered' | 'upstream_client.saved' | 'upstream_client.deleted'
+  | 'user.two_factor_enabled' | 'user.two_factor_disabled' | 'user.two_factor_failed' | 'user.recovery_code_used'
 
 export interface AuditEntry {
   actorId?: string | null

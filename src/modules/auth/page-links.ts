@@ -17,6 +17,11 @@ export const SIGN_IN_LINK: PageLink = { href: ACCOUNT_PAGES.signIn, label: 'Sign
 export const FORGOT_PASSWORD_LINK: PageLink = { href: ACCOUNT_PAGES.forgotPassword, label: 'Ask for a new reset mail' }
 export const RESEND_VERIFICATION_LINK: PageLink = { href: ACCOUNT_PAGES.resendVerification, label: 'Send a new verification mail' }
 
+/** The account page's links to the pages of other parts of the account, one line each. */
+export const ACCOUNT_PAGE_LINKS: readonly PageLink[] = [
+  { href: '/api/auth/account/two-factor', label: 'Two-factor authentication' },
+]
+
 /**
  * The forgot-password page, for a sign-in form's "Forgot password?" link: only while mail goes
  * out, since that page can do nothing else.

@@ -1,5 +1,5 @@
 import { escapeHtml, linkButtons, messagePage, pageLayout, type PageLink } from '../../lib/html.js'
-import { ACCOUNT_PAGES, SIGN_IN_LINK } from './page-links.js'
+import { ACCOUNT_PAGE_LINKS, ACCOUNT_PAGES, SIGN_IN_LINK } from './page-links.js'
 
 /**
  * The pages behind the links in mails, and the account pages they lead to (sign-in, account,
@@ -106,7 +106,7 @@ export interface AccountView {
 export function accountPage({ username, email, csrfToken, loginDisabled = false, notice: shown }: AccountView): string {
   return pageLayout('Your account', `<h1>Your account</h1>
 ${notice(shown)}<p>Signed in as <strong>${escapeHtml(username)}</strong> (${escapeHtml(email)}).</p>
-${loginDisabled ? '<p class="error" role="alert">Sign-in is switched off on this service: until an administrator switches it back on, this session opens nothing else.</p>\n' : ''}<form method="post" action="${ACCOUNT_PAGES.signOut}">
+${loginDisabled ? '<p class="error" role="alert">Sign-in is switched off on this service: until an administrator switches it back on, this session opens nothing else.</p>\n' : ''}${ACCOUNT_PAGE_LINKS.length === 0 ? '' : `${linkButtons(ACCOUNT_PAGE_LINKS)}\n`}<form method="post" action="${ACCOUNT_PAGES.signOut}">
 ${csrfField(csrfToken)}
 <div class="actions"><button type="submit">Sign out</button></div>
 </form>`)

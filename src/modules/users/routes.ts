@@ -18,12 +18,13 @@ const Account = Ok(Type.Object({
   auth_methods: Type.Array(Type.Union([Type.Literal('email'), Type.Literal('provider')])),
   created_at: Type.String({ format: 'date-time' }),
   team_count: Type.Integer(),
+  two_factor_enabled: Type.Boolean({ description: 'Whether signing in with the password also asks for a code (two-factor authentication).' }),
 }))
 
 /** The caller's own profile and account. */
 export const meRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/api/users/me', {
-    config: { auth: policy.dual('user:read') },
+    config: { auth: policy.dual('user:read'), twoFactorExempt: true },
     schema: { tags, summary: "The caller's profile", response: { 200: Ok(UserView) } },
   }, async (request) => ({ success: true as const, data: userView(await currentUser(request, app.services.users)) }))
 
@@ -46,6 +47,7 @@ export const meRoutes: FastifyPluginAsyncTypebox = async (app) => {
         auth_methods: authMethods(user),
         created_at: isoTime(user.createdAt),
         team_count: bound === null ? await app.services.teams.countMemberships(user.id) : Number((await app.services.teams.roleOf(user.id, bound)) !== null),
+        two_factor_enabled: user.twoFactorEnabledAt !== null,
       },
     }
   })
