@@ -6,6 +6,8 @@ import { userView } from '../users/view.js'
 import { setChallengeCookie } from '../two-factor/challenge-cookie.js'
 import { TwoFactorRequired } from '../two-factor/schemas.js'
 import { Type } from 'typebox'
+import { Ok } from '../../http/envelope.js'
+import { UserView } from '../users/schemas.js'
 import { emailLinkRoutes } from './link-routes.js'
 import { ChangePasswordBody, EmailBody, LoginBody, Message, ProfileBody, RegisterBody, UserEnvelope } from './schemas.js'
 
@@ -49,7 +51,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (a
       description: 'Success: the session cookie and the user. For an account with two-factor authentication on, a right password answers ' +
         '`data: {two_factor_required: true}` instead, with no session: only a `two_factor_challenge` cookie (HttpOnly, SameSite=Lax, ' +
         'Path=/api/auth, five minutes); `POST /api/auth/2fa/verify` with a code then starts the session.',
-      body: LoginBody, response: { 200: Type.Union([UserEnvelope, TwoFactorRequired]) },
+      body: LoginBody, response: { 200: Ok(Type.Union([Type.Object({ user: UserView }, { additionalProperties: false }), TwoFactorRequired])) },
     },
   }, async (request, reply) => {
     const { user, session, challenge } = await app.services.accounts.login(request.body.login, request.body.password, { ip: request.ip })

@@ -13,7 +13,7 @@ import { challengeToken, clearChallengeCookie } from './challenge-cookie.js'
 import { proofOf } from './proofs.js'
 import { recoveryCodesPage, secondStepPage, setupPage, statusPage, TWO_FACTOR_PAGES, type PageNotice } from './pages.js'
 
-const tags = ['Two-factor authentication']
+const tags = ['Authentication']
 const Page = { description: 'An HTML page (no script, a strict Content-Security-Policy).', content: { 'text/html': { schema: Type.String() } } }
 const SeeOther = Type.Null({ description: '303 with a Location header' })
 const CsrfToken = Type.Optional(Type.String({ maxLength: 128, description: 'The value the page gave; a form without the right one is shown again with 403 INVALID_CSRF_TOKEN.' }))

@@ -8,7 +8,7 @@ import { userView } from '../users/view.js'
 import { challengeToken, clearChallengeCookie } from './challenge-cookie.js'
 import { DisableBody, EnableBody, RecoveryCodesAnswer, SetupAnswer, UserIdParams, VerifyBody } from './schemas.js'
 
-const tags = ['Two-factor authentication']
+const tags = ['Authentication']
 
 export interface TwoFactorRoutesOptions {
   /** Origins a browser's request may come from (http/origins.ts). */
@@ -93,7 +93,7 @@ export const twoFactorRoutes: FastifyPluginAsyncTypebox<TwoFactorRoutesOptions> 
   app.delete('/api/admin/users/:id/two-factor', {
     config: { auth: policy.session({ permission: 'users.edit' }) },
     schema: {
-      tags, summary: 'Switch off another user\'s two-factor authentication',
+      tags: ['Admin'], summary: 'Switch off another user\'s two-factor authentication',
       description: 'For a user who lost both the authenticator and the recovery codes: removes their secret and recovery codes, so they sign ' +
         'in with the password alone and may set two-factor up again. Audited as `user.two_factor_disabled` with the admin as actor. 404 for ' +
         'an unknown user; 409 TWO_FACTOR_NOT_ENABLED when it is off. Not for the caller\'s own account (use POST /api/auth/2fa/disable): 409 CONFLICT.',

@@ -30,8 +30,9 @@ export const VerifyBody = Type.Object({
   recovery_code: Type.Optional(RecoveryCode),
 }, { ...closed, minProperties: 1, maxProperties: 1, description: 'Either `code` or `recovery_code`, not both.' })
 
-export const TwoFactorRequired = Ok(Type.Object({
+/** The password step's answer for an account with two-factor on: no session yet, only the challenge cookie. */
+export const TwoFactorRequired = Type.Object({
   two_factor_required: Type.Literal(true, { description: 'The password was right; send a code to POST /api/auth/2fa/verify to finish signing in.' }),
-}), 'The password was right and the account has two-factor authentication: no session yet, only the challenge cookie.')
+}, { additionalProperties: false })
 
 export const UserIdParams = Type.Object({ id: Type.String({ maxLength: 100 }) }, closed)
