@@ -17,7 +17,7 @@ const tags = ['Authentication']
 const Page = { description: 'An HTML page (no script, a strict Content-Security-Policy).', content: { 'text/html': { schema: Type.String() } } }
 const SeeOther = Type.Null({ description: '303 with a Location header' })
 const CsrfToken = Type.Optional(Type.String({ maxLength: 128, description: 'The value the page gave; a form without the right one is shown again with 403 INVALID_CSRF_TOKEN.' }))
-const RequestId = Type.Optional(Type.String({ maxLength: 100, pattern: '^[A-Za-z0-9_-]+$', description: 'An OAuth authorization request whose consent page the sign-in started from: it continues there.' }))
+const RequestId = Type.Optional(Type.String({ maxLength: 128, pattern: '^[A-Za-z0-9_-]+$', description: 'An OAuth authorization request whose consent page the sign-in started from: it continues there.' }))
 const HINT = 'Go back to the sign-in page and try again.'
 const FORM_EXPIRED = 'This form had expired or was not sent from this page; it is shown again, send it once more.'
 const FORMS = 'Forms are form-encoded, carry the page\'s `csrf_token` (a signed double submit with the `account_form` cookie) and are refused from a foreign `Origin` (403).'
@@ -111,7 +111,10 @@ export const twoFactorPageRoutes: FastifyPluginAsyncTypebox<TwoFactorPagesOption
     clearChallengeCookie(reply, services().sessions.cookie)
     services().sessions.setCookie(reply, session.id, session.expiresAt)
     if (requestId !== undefined) {
-      await services().oauth.consent.adopt(requestId, session.rowId).catch(() => {})
+      // The authorization request is now this session's; one that expired meanwhile is reported by the consent page itself.
+      await services().oauth.consent.adopt(requestId, session.rowId).catch((error: unknown) => {
+        if (!(error instanceof AppError)) throw error
+      })
       return reply.redirect(restart(requestId), 303)
     }
     return reply.redirect(ACCOUNT_PAGES.account, 303)
