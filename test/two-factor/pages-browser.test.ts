@@ -84,7 +84,7 @@ describe.skipIf(!chromiumRequired)('two-factor pages in headless Chromium', () =
 
       // The QR code is an image the page's policy lets load.
       const qr = page.getByRole('img', { name: 'QR code of the two-factor secret' })
-      expect(await qr.evaluate((img: HTMLImageElement) => img.complete && img.naturalWidth > 0)).toBe(true)
+      expect(await qr.evaluate((img) => (img as unknown as { complete: boolean; naturalWidth: number }).complete && (img as unknown as { naturalWidth: number }).naturalWidth > 0)).toBe(true)
       // "Scanning": the key as the page shows it, spaces removed, as a person types it into the app.
       const secret = (await page.locator('#secret').innerText()).replace(/\s/g, '')
       expect(secret).toMatch(/^[A-Z2-7]{32}$/)
