@@ -7,6 +7,7 @@ import type { Clock } from '../../lib/clock.js'
 import type { AuditLog } from '../audit/service.js'
 import { alreadyEnabled, invalidCode, lockedOut, notEnabled, setupRequired, wrongPassword } from './errors.js'
 import type { Failures, FailureContext } from './failures.js'
+import { removeTwoFactor } from './removal.js'
 import { methodOf, proofOf, type Proofs } from './proofs.js'
 import { canonicalRecoveryCode, newRecoveryCode, RECOVERY_CODE_COUNT } from './recovery-codes.js'
 import type { TotpSecretBox } from './sealed-secret.js'
@@ -109,7 +110,7 @@ export class TwoFactorEnrolment {
     const checked = await proofs.check(user.id, proof, now.getTime())
     const refused = () => failures.count(user, now, context, 'user.two_factor_failed', { reason: 'wrong_code', method: methodOf(proof), during: 'disable' }, invalidCode(400))
     if (checked === null) throw await refused()
-    const outcome = await this.remove(user.id, { actorId: user.id, ip: context.ip, method: methodOf(checked) }, (repository) => proofs.spend(repository, user.id, checked, now))
+    const outcome = await removeTwoFactor(this.deps, user.id, { actorId: user.id, ip: context.ip, method: methodOf(checked) }, (repository) => proofs.spend(repository, user.id, checked, now))
     if (outcome === 'not_enabled') throw notEnabled()
     if (outcome === 'refused') throw await refused()
   }
@@ -119,23 +120,7 @@ export class TwoFactorEnrolment {
    * their authenticator and recovery codes, or the command-line tool. False when it was not on.
    */
   async reset(userId: string, by: { actorId: string | null; ip?: string; method: 'admin' | 'cli' }): Promise<boolean> {
-    return (await this.remove(userId, { ...by, ip: by.ip ?? null })) === 'done'
-  }
-
-  /** Removes the secret, the recovery codes and pending challenges, and marks two-factor off, in one transaction. */
-  private async remove(userId: string, audit: { actorId: string | null; ip: string | null; method: string }, proof?: (repository: TwoFactorRepository) => Promise<boolean>): Promise<'done' | 'not_enabled' | 'refused'> {
-    const { database, users, repository, clock } = this.deps
-    return database.transaction(async (tx) => {
-      await users.with(tx).lockUser(userId)
-      const current = await users.with(tx).findById(userId)
-      if (current === undefined || current.twoFactorEnabledAt === null) return 'not_enabled'
-      if (proof !== undefined && !(await proof(repository.with(tx)))) return 'refused'
-      const now = new Date(clock.now())
-      await repository.with(tx).deleteAll(userId)
-      await users.with(tx).update(userId, { twoFactorEnabledAt: null, updatedAt: now })
-      await this.deps.audit.record('user.two_factor_disabled', { actorId: audit.actorId, ip: audit.ip, target: userId, details: { method: audit.method } }, tx)
-      return 'done'
-    })
+    return (await removeTwoFactor(this.deps, userId, { ...by, ip: by.ip ?? null })) === 'done'
   }
 
   private uri(user: UserRow, secret: string): string {
