@@ -4,6 +4,7 @@ import type { AppError } from '../../http/errors.js'
 import type { AuditLog } from '../audit/service.js'
 import { lockedOut } from './errors.js'
 
+/** Where a failure came from, for the audit event. */
 export interface FailureContext {
   ip: string
 }

@@ -23,6 +23,7 @@ export interface TwoFactor {
   signIn: TwoFactorSignIn
 }
 
+/** What the two-factor services are built from (services.ts). */
 export interface TwoFactorOptions {
   database: Database
   users: UsersRepository

@@ -22,6 +22,7 @@ const HINT = 'Go back to the sign-in page and try again.'
 const FORM_EXPIRED = 'This form had expired or was not sent from this page; it is shown again, send it once more.'
 const FORMS = 'Forms are form-encoded, carry the page\'s `csrf_token` (a signed double submit with the `account_form` cookie) and are refused from a foreign `Origin` (403).'
 
+/** As the other account pages: trusted origins and the key of the forms' CSRF tokens. */
 export interface TwoFactorPagesOptions {
   origins: ReadonlySet<string>
   formKey: Buffer

@@ -6,6 +6,7 @@ import { escapeHtml, pageLayout } from '../../lib/html.js'
  * code is an SVG image in a data: URI, which the policy's `img-src data:` admits.
  */
 
+/** Where the two-factor pages and their forms live (under /api/auth, where the form and challenge cookies are sent). */
 export const TWO_FACTOR_PAGES = {
   /** The second step of a sign-in. */
   signIn: '/api/auth/sign-in/two-factor',
@@ -43,6 +44,7 @@ ${requestId === undefined ? '' : `${hidden('request_id', requestId)}\n`}<label f
 <p class="muted"><a href="/api/auth/sign-in">Back to sign in</a></p>`)
 }
 
+/** What the settings page shows. */
 export interface TwoFactorStatusView {
   csrfToken: string
   enabled: boolean
@@ -78,6 +80,7 @@ ${notice(view.notice)}${body}
 ${backToAccount}`)
 }
 
+/** What the setup page shows: the pending secret, as a QR code and as text. */
 export interface SetupView {
   csrfToken: string
   secret: string

@@ -4,6 +4,7 @@ import type { Database } from '../../db/types.js'
 import type { Clock } from '../../lib/clock.js'
 import type { AuditLog } from '../audit/service.js'
 
+/** What switching two-factor off touches: the users row, the two-factor rows and the audit trail. */
 export interface RemovalDeps {
   database: Database
   users: UsersRepository

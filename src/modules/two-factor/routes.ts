@@ -10,6 +10,7 @@ import { DisableBody, EnableBody, RecoveryCodesAnswer, SetupAnswer, UserIdParams
 
 const tags = ['Authentication']
 
+/** The origins the second step accepts a browser's request from. */
 export interface TwoFactorRoutesOptions {
   /** Origins a browser's request may come from (http/origins.ts). */
   origins: ReadonlySet<string>

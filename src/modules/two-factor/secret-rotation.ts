@@ -24,6 +24,7 @@ function opens(open: () => string): string | null {
   }
 }
 
+/** Seals every TOTP secret again under `to`; writes nothing and names the refused when any opens under neither secret. */
 export async function resealTwoFactorSecrets(repository: TwoFactorRepository, { from, to }: { from: string; to: string }): Promise<{ report: TwoFactorReport; refused: string[] }> {
   const previous = totpSecretBox(from)
   const next = totpSecretBox(to)

@@ -13,6 +13,7 @@ import { canonicalRecoveryCode, newRecoveryCode, RECOVERY_CODE_COUNT } from './r
 import type { TotpSecretBox } from './sealed-secret.js'
 import { newTotpSecret, otpauthUri } from './totp.js'
 
+/** Built once at boot (index.ts). */
 export interface EnrolmentDeps {
   database: Database
   users: UsersRepository
