@@ -16,7 +16,7 @@ declare module 'fastify' {
 
 /** What the rule reads: the cached setting, and the user row only when the credential check did not load it. */
 export interface GateServices {
-  settings: Pick<SettingsService, 'get'>
+  settings: Pick<SettingsService, 'get' | 'peek'>
   users: Pick<UsersRepository, 'findById'>
 }
 
@@ -29,6 +29,8 @@ export interface GateServices {
 export function secondFactorRule<C extends UserCaller>(caller: C, route: { twoFactorExempt?: boolean; plugin?: unknown }, services: GateServices, next: () => C | Promise<C>): C | Promise<C> {
   if (caller.role !== 'global_admin' || caller.user?.twoFactorEnabledAt != null) return next()
   if (route.twoFactorExempt === true && route.plugin === undefined) return next()
+  // The setting as cached, without a promise while the cache is current (the common case: off).
+  if (services.settings.peek('global.require_2fa_for_admins') === false) return next()
   return services.settings.get('global.require_2fa_for_admins').then(async (required) => {
     if (required) {
       const user = caller.user ?? (await services.users.findById(caller.userId))

@@ -25,7 +25,11 @@ const Account = Ok(Type.Object({
 export const meRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/api/users/me', {
     config: { auth: policy.dual('user:read'), twoFactorExempt: true },
-    schema: { tags, summary: "The caller's profile", response: { 200: Ok(UserView) } },
+    schema: {
+      tags, summary: "The caller's profile",
+      description: 'Stays open to a global admin held back by `global.require_2fa_for_admins` (403 TWO_FACTOR_REQUIRED everywhere else until they set up two-factor).',
+      response: { 200: Ok(UserView) },
+    },
   }, async (request) => ({ success: true as const, data: userView(await currentUser(request, app.services.users)) }))
 
   app.get('/api/users/me/account', {
