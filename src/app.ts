@@ -62,6 +62,8 @@ import { satelliteOfflineRoutes } from './modules/satellites/offline-routes.js'
 import { satelliteRoutes } from './modules/satellites/routes.js'
 import { registrationTokenRoutes } from './modules/satellites/token-routes.js'
 import { pluginsRoutes } from './plugin-host/plugins-routes.js'
+import { twoFactorRoutes } from './modules/two-factor/routes.js'
+import { twoFactorPageRoutes } from './modules/two-factor/page-routes.js'
 import { PluginHost } from './plugin-host/host.js'
 import { invitationRoutes } from './modules/invitations/routes.js'
 import { invitationPageRoutes } from './modules/invitations/page-routes.js'
@@ -224,6 +226,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     const forms = { origins: trustedOrigins(config), formKey: deriveKey(config.encryptionSecret, 'form-csrf') }
     await app.register(authRoutes, forms)
     await app.register(accountPageRoutes, forms)
+    await app.register(twoFactorRoutes, forms)
+    await app.register(twoFactorPageRoutes, forms)
     await app.register(providerLoginRoutes)
     await app.register(oauthRoutes)
     await app.register(meRoutes)

@@ -83,6 +83,8 @@ import { PersonalTokens } from './modules/personal-tokens/service.js'
 import { invitationsRepository } from './db/repositories/invitations.js'
 import { InvitationService } from './modules/invitations/service.js'
 import { AcceptLinks } from './modules/invitations/links.js'
+import { twoFactorRepository } from './db/repositories/two-factor.js'
+import { createTwoFactor, type TwoFactor } from './modules/two-factor/index.js'
 
 /** Registration tokens stay listable (as used, revoked or expired) this long after they expire. */
 const REGISTRATION_TOKEN_RETENTION_MS = 7 * 24 * 3600_000
@@ -147,6 +149,8 @@ export interface Services {
   pluginItems: PluginItemsRepository
   /** Invitations to teams by email. */
   invitations: InvitationService
+  /** Two-factor authentication: the account's own settings and the second step of a sign-in. */
+  twoFactor: TwoFactor
   limits: AbuseLimits
   /** Personal access tokens: users' bearer credentials for scripts and CI. */
   personalTokens: PersonalTokens
@@ -220,9 +224,14 @@ export async function createServices(database: Database, { config, clock, log, l
     database, invitations: invitationsRepository(database), teams, users, settings, mail, audit, digest, clock, links: new AcceptLinks(settings, config.publicUrl),
   })
   const teamService = new TeamService({ database, teams, users, settings, audit, clock, endConnections: endingsLater, pendingSeats: (teamId, tx) => invitations.pendingSeats(teamId, tx) })
+  const twoFactorRows = twoFactorRepository(database)
+  const twoFactor = createTwoFactor({
+    database, users, repository: twoFactorRows, sessionRows, sessions, passwords, settings, audit, limits, clock, digest, config, metrics: metrics.logins,
+  })
   const accounts = new AccountService({
     database, users, teams, sessionsRepository: sessionRows, oauth: oauthRows, sessions, passwords, settings, audit, emailFlows, limits, clock, metrics: metrics.logins,
     invitedAddress: (token) => invitations.pendingAddress(token),
+    secondFactor: (user) => twoFactor.signIn.challenge(user),
   })
   const oauth = new OAuthServer({
     database, repository: oauthRows, teams, resourceTeams: resourceTeamsRepository(database), settings, audit, digest,
@@ -323,6 +332,7 @@ export async function createServices(database: Database, { config, clock, log, l
     keyChange,
     pluginItems: pluginItemsRepository(database),
     invitations,
+    twoFactor,
     oauth,
     categoryService: new CategoryService({ database, categories, audit, clock }),
     serverService,
@@ -357,6 +367,7 @@ export async function createServices(database: Database, { config, clock, log, l
       await toolUsage.purge()
       await personalTokens.purgeExpired()
       await invitations.purge()
+      await twoFactorRows.purgeExpired(now)
     },
     credentials: {
       ...noCredentials,

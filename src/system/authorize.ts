@@ -8,6 +8,8 @@ import { AppError, errors } from '../http/errors.js'
 import { storableText } from '../http/validation.js'
 import { resourceChallenges, type BearerChallenges } from '../oauth2/protected-resource.js'
 import type { Services } from '../services.js'
+import { routeOptionsOf } from '../http/route-options.js'
+import { secondFactorRule } from '../modules/two-factor/gate.js'
 
 /**
  * The satellite and metrics routes' challenges. They are not OAuth resources (satellite keys,
@@ -74,8 +76,9 @@ function admit(request: FastifyRequest, reply: FastifyReply, routePolicy: RouteP
       .forbidden({ required_scope: routePolicy.scope }, `Forbidden: insufficient_scope, this route needs the scope ${routePolicy.scope}.`)
       .withHeaders({ 'www-authenticate': oauthChallenges(services).insufficientScope[routePolicy.scope] })
   }
-  // With login switched off, only global admins keep using their credentials.
-  if (caller.role === 'global_admin') return admitUser(request, routePolicy, services, caller)
+  // With login switched off, only global admins keep using their credentials; they may have to
+  // enrol in two-factor authentication first (global.require_2fa_for_admins).
+  if (caller.role === 'global_admin') return secondFactorRule(caller, routeOptionsOf(request).config, services, () => admitUser(request, routePolicy, services, caller))
   return loginEnabled(services).then(() => admitUser(request, routePolicy, services, caller))
 }
 

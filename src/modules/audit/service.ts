@@ -27,6 +27,7 @@ export type AuditEventType =
   | 'connection.created' | 'connection.refreshed_failed' | 'connection.deleted'
   | 'upstream_client.registered' | 'upstream_client.saved' | 'upstream_client.deleted'
   | 'personal_token.created' | 'personal_token.revoked'
+  | 'user.two_factor_enabled' | 'user.two_factor_disabled' | 'user.two_factor_failed' | 'user.recovery_code_used'
 
 export interface AuditEntry {
   actorId?: string | null

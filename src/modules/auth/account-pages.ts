@@ -10,6 +10,8 @@ import { prefersHtml, sendPage } from '../../http/pages.js'
 import { Email } from '../users/schemas.js'
 import { FormTokens, type AccountForm } from './form-tokens.js'
 import { ACCOUNT_PAGES, forgotPasswordHref, RESEND_VERIFICATION_LINK, SIGN_IN_LINK } from './page-links.js'
+import { setChallengeCookie } from '../two-factor/challenge-cookie.js'
+import { TWO_FACTOR_PAGES } from '../two-factor/pages.js'
 import { accountPage, mailRequestPage, mailRequestSentPage, signInPage, type MailRequestForm, type Notice } from './pages.js'
 
 const tags = ['Authentication']
@@ -105,7 +107,8 @@ export const accountPageRoutes: FastifyPluginAsyncTypebox<AccountPagesOptions> =
       description: 'The sign-in page\'s form (form-encoded). The same rules as `POST /api/auth/email/login`: the login switch (403 LOGIN_DISABLED), ' +
         'the account lockout (429 RATE_LIMITED with Retry-After), verification when required (403 EMAIL_NOT_VERIFIED, with a link to ask ' +
         'for a new verification mail), 401 INVALID_CREDENTIALS; a browser gets the form again with the reason and that status. Success: the ' +
-        'session cookie and 303 to the account page. Counts against the per-IP login limit. ' + CROSS_SITE_DESCRIPTION,
+        'session cookie and 303 to the account page; for an account with two-factor on, the challenge cookie and 303 to the second step\'s ' +
+        'page (/api/auth/sign-in/two-factor) instead. Counts against the per-IP login limit. ' + CROSS_SITE_DESCRIPTION,
       consumes: ['application/x-www-form-urlencoded'],
       body: Type.Object({
         login: Type.String({ minLength: 1, maxLength: 255, description: 'Email or username.' }),
@@ -120,15 +123,20 @@ export const accountPageRoutes: FastifyPluginAsyncTypebox<AccountPagesOptions> =
     if (!tokens.valid(request, 'sign-in', csrfToken)) {
       return refuseWithPage(request, reply, staleForm(), () => renderSignIn(request, reply, { tone: 'error', text: FORM_EXPIRED }, login))
     }
-    let session
+    let outcome
     try {
-      ;({ session } = await services().accounts.login(login, password, { ip: request.ip }))
+      outcome = await services().accounts.login(login, password, { ip: request.ip })
     } catch (error) {
       if (!(error instanceof AppError)) throw error
       const link = error.code === 'EMAIL_NOT_VERIFIED' && (await services().mail.enabled()) ? RESEND_VERIFICATION_LINK : undefined
       return refuseWithPage(request, reply, error, () => renderSignIn(request, reply, { tone: 'error', text: error.message, link }, login))
     }
-    services().sessions.setCookie(reply, session.id, session.expiresAt)
+    if (outcome.challenge !== undefined) {
+      // Two-factor on: the second step's page asks for the code.
+      setChallengeCookie(reply, services().sessions.cookie, outcome.challenge.token)
+      return reply.redirect(TWO_FACTOR_PAGES.signIn, 303)
+    }
+    services().sessions.setCookie(reply, outcome.session.id, outcome.session.expiresAt)
     return reply.redirect(ACCOUNT_PAGES.account, 303)
   })
 

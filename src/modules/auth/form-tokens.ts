@@ -8,6 +8,7 @@ const NONCE = /^[A-Za-z0-9_-]{43}$/
 /** Which form a token is for: a token of one form does not pass for another. */
 export type AccountForm = 'sign-in' | 'sign-out' | 'forgot-password' | 'resend-verification' | 'reset-password' | 'personal-tokens'
   | 'accept-invitation' | 'register-invited' | 'invite-to-team'
+  | 'two-factor-sign-in' | 'two-factor-setup' | 'two-factor-enable' | 'two-factor-disable'
 
 /** Where the browser's random value lives; a cross-site form post does not carry it (SameSite=Strict). */
 export interface FormCookie {

@@ -22,6 +22,7 @@ export const RESEND_VERIFICATION_LINK: PageLink = { href: ACCOUNT_PAGES.resendVe
 export const ACCOUNT_LINKS: readonly PageLink[] = [
   { href: ACCOUNT_PAGES.personalTokens, label: 'Personal access tokens' },
   { href: '/api/auth/account/teams', label: 'Team invitations' },
+  { href: '/api/auth/account/two-factor', label: 'Two-factor authentication' },
 ]
 
 /**

@@ -3,6 +3,11 @@ import { currentUser } from '../../http/current-user.js'
 import { policy } from '../../auth/policies.js'
 import { SESSION_COOKIE } from '../../auth/credentials-from-request.js'
 import { userView } from '../users/view.js'
+import { setChallengeCookie } from '../two-factor/challenge-cookie.js'
+import { TwoFactorRequired } from '../two-factor/schemas.js'
+import { Type } from 'typebox'
+import { Ok } from '../../http/envelope.js'
+import { UserView } from '../users/schemas.js'
 import { emailLinkRoutes } from './link-routes.js'
 import { ChangePasswordBody, EmailBody, LoginBody, Message, ProfileBody, RegisterBody, UserEnvelope } from './schemas.js'
 
@@ -41,9 +46,19 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (a
 
   app.post('/api/auth/email/login', {
     config: { ...publicRoute, limit: 'loginOrRegister' },
-    schema: { tags, summary: 'Log in with email or username and password', body: LoginBody, response: { 200: UserEnvelope } },
+    schema: {
+      tags, summary: 'Log in with email or username and password',
+      description: 'Success: the session cookie and the user. For an account with two-factor authentication on, a right password answers ' +
+        '`data: {two_factor_required: true}` instead, with no session: only a `two_factor_challenge` cookie (HttpOnly, SameSite=Lax, ' +
+        'Path=/api/auth, five minutes); `POST /api/auth/2fa/verify` with a code then starts the session.',
+      body: LoginBody, response: { 200: Ok(Type.Union([Type.Object({ user: UserView }, { additionalProperties: false }), TwoFactorRequired])) },
+    },
   }, async (request, reply) => {
-    const { user, session } = await app.services.accounts.login(request.body.login, request.body.password, { ip: request.ip })
+    const { user, session, challenge } = await app.services.accounts.login(request.body.login, request.body.password, { ip: request.ip })
+    if (challenge !== undefined) {
+      setChallengeCookie(reply, app.services.sessions.cookie, challenge.token)
+      return { success: true as const, message: 'Password accepted: send a code from your authenticator app to POST /api/auth/2fa/verify.', data: { two_factor_required: true as const } }
+    }
     app.services.sessions.setCookie(reply, session.id, session.expiresAt)
     return { success: true as const, message: 'Logged in successfully.', data: { user: userView(user) } }
   })

@@ -33,6 +33,17 @@ export interface RequestContext {
   requestId?: string
 }
 
+/**
+ * Starts the second step of a sign-in of an account with two-factor authentication on
+ * (modules/two-factor): the random value of the challenge cookie, and when it ends.
+ */
+export type SecondFactorStart = (user: UserRow) => Promise<{ token: string; expiresAt: Date }>
+
+/** A login: a session, or, for an account with two-factor on, the challenge of the second step (no session yet). */
+export type LoginOutcome =
+  | { user: UserRow; session: Awaited<ReturnType<SessionService['create']>>; challenge?: undefined }
+  | { user: UserRow; session?: undefined; challenge: Awaited<ReturnType<SecondFactorStart>> }
+
 export interface Deps {
   database: Database
   users: UsersRepository
@@ -49,6 +60,7 @@ export interface Deps {
   metrics: LoginMetrics
   /** The invited address of a pending invitation, null for any other token. */
   invitedAddress?: (token: string) => Promise<string | null>
+  secondFactor: SecondFactorStart
 }
 
 export const loginDisabled = () => new AppError(403, 'LOGIN_DISABLED', 'Login is disabled on this service.')
@@ -138,8 +150,8 @@ export class AccountService {
     return user
   }
 
-  async login(login: string, password: string, context: RequestContext) {
-    const { users, passwords, settings, audit, clock, sessions, emailFlows, metrics } = this.deps
+  async login(login: string, password: string, context: RequestContext): Promise<LoginOutcome> {
+    const { users, passwords, settings, audit, clock, sessions, emailFlows, metrics, secondFactor } = this.deps
     if (!(await settings.get('global.enable_login'))) throw loginDisabled()
     const user = await users.findByLogin(login)
     const now = new Date(clock.now())
@@ -161,6 +173,9 @@ export class AccountService {
     if (!user.emailVerified && (await emailFlows.verificationRequired())) {
       throw new AppError(403, 'EMAIL_NOT_VERIFIED', 'Verify your email address before logging in.')
     }
+    // With two-factor on, the failure count is reset only once the code is right too: a password
+    // alone must not reopen the guessing of codes.
+    if (user.twoFactorEnabledAt !== null) return { user, challenge: await secondFactor(user) }
     if (user.failedLogins > 0 || user.lockedUntil !== null) await users.resetFailedLogins(user.id)
     const session = await sessions.create(user.id)
     await audit.record('user.login', { actorId: user.id, ip: context.ip, target: user.id, details: { method: 'email' } })

@@ -6,6 +6,8 @@ import { installationValueBox, type ValueBox, type ValuePlace } from './sealed-v
 import { connectionsRepository } from '../../db/repositories/connections.js'
 import { upstreamClientsRepository } from '../../db/repositories/upstream-clients.js'
 import { resealConnections, type ConnectionsReport } from '../connections/secret-rotation.js'
+import { twoFactorRepository } from '../../db/repositories/two-factor.js'
+import { resealTwoFactorSecrets, type TwoFactorReport } from '../two-factor/secret-rotation.js'
 
 /**
  * Moving the sealed installation values from one ENCRYPTION_SECRET to another, together with the
@@ -25,6 +27,8 @@ export interface SecretRotationReport {
   installationValues: InstallationValuesReport
   /** Connection tokens and upstream client secrets. */
   connections: ConnectionsReport
+  /** Users' TOTP secrets. */
+  twoFactor: TwoFactorReport
 }
 
 /** Where a value is kept, as an operator reads it; never what it holds. */
@@ -74,18 +78,21 @@ export async function resealInstallationValues(
 
 /**
  * Re-encrypts everything sealed under ENCRYPTION_SECRET that the database keeps — the secret
- * settings, the installation values and the connections' tokens and client secrets — from `from` to `to`, in one transaction, or changes
+ * settings, the installation values, the connections' tokens and client secrets and the two-factor secrets — from `from` to `to`, in one transaction, or changes
  * nothing (`RotationRefused` names every value that opens under neither secret).
  */
 export async function rotateEncryptionSecret(database: Database, secrets: { from: string; to: string }): Promise<SecretRotationReport> {
   let installationValues: InstallationValuesReport = { reencrypted: 0, current: 0 }
   let connections: ConnectionsReport = { reencrypted: 0, current: 0 }
+  let twoFactor: TwoFactorReport = { reencrypted: 0, current: 0 }
   const settings = await rotateSettingsSecret(settingsRepository(database), secrets, async (tx) => {
     const { report, refused } = await resealInstallationValues(installationsRepository(database, tx), secrets)
     installationValues = report
     const sealed = await resealConnections(connectionsRepository(database, tx), upstreamClientsRepository(database, tx), secrets)
     connections = sealed.report
-    return [...refused, ...sealed.refused]
+    const totp = await resealTwoFactorSecrets(twoFactorRepository(database, tx), secrets)
+    twoFactor = totp.report
+    return [...refused, ...sealed.refused, ...totp.refused]
   })
-  return { settings, installationValues, connections }
+  return { settings, installationValues, connections, twoFactor }
 }

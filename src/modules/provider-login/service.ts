@@ -179,6 +179,9 @@ export class ProviderLogin {
     const user = await users.with(tx).update(account.id, {
       providerUserId: identity.id, emailVerified: true, passwordHash: null,
       failedLogins: 0, failedLoginsSince: null, lockedUntil: null, updatedAt: now,
+      // The registrant's second factor ends too (its secret and recovery codes are inert while off,
+      // and replaced when the owner sets two-factor up).
+      twoFactorEnabledAt: null,
     })
     return user!
   }

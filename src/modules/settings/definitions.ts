@@ -81,6 +81,11 @@ export const CORE_SETTINGS = {
     description: 'The most installations one team may have placed on one global satellite (a per-user installation counts once, whatever its members). ' +
       'Checked when an installation is placed; lowering it moves nothing that is placed already. 0: teams place nothing on global satellites.',
   }),
+  'global.require_2fa_for_admins': define({
+    group: 'global', type: 'boolean', default: false, name: 'Require two-factor authentication for admins',
+    description: 'While on, a global admin without two-factor authentication is refused (403 TWO_FACTOR_REQUIRED) everywhere but their own profile, ' +
+      'the two-factor setup and sign-out, until they switch it on; this applies to their OAuth tokens too.',
+  }),
   'team.creation_limit': define({
     group: 'team', type: 'number', default: 3, name: 'Team creation limit', min: 0, max: 10_000,
     description: 'Non-default teams a user may own.',

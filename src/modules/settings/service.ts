@@ -164,6 +164,15 @@ export class SettingsService {
   }
 
   /**
+   * The value as `value` would answer it, when that needs no read (the cache is current), else
+   * undefined: for checks on every request that should not cost a promise (two-factor/gate.ts).
+   */
+  peek(key: string): SettingPrimitive | undefined {
+    const current = (this.trusted && this.feed?.up === true) || this.clock.now() - this.checkedAt < SETTINGS_REVALIDATE_MS
+    return current ? this.values.get(key)?.value : undefined
+  }
+
+  /**
    * False while `key` holds a secret the current ENCRYPTION_SECRET cannot decrypt; `get` then
    * answers the default, so a feature needing it acts as not configured.
    */

@@ -18,13 +18,18 @@ const Account = Ok(Type.Object({
   auth_methods: Type.Array(Type.Union([Type.Literal('email'), Type.Literal('provider')])),
   created_at: Type.String({ format: 'date-time' }),
   team_count: Type.Integer(),
+  two_factor_enabled: Type.Boolean({ description: 'Whether signing in with the password also asks for a code (two-factor authentication).' }),
 }))
 
 /** The caller's own profile and account. */
 export const meRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/api/users/me', {
-    config: { auth: policy.dual('user:read') },
-    schema: { tags, summary: "The caller's profile", response: { 200: Ok(UserView) } },
+    config: { auth: policy.dual('user:read'), twoFactorExempt: true },
+    schema: {
+      tags, summary: "The caller's profile",
+      description: 'Stays open to a global admin held back by `global.require_2fa_for_admins` (403 TWO_FACTOR_REQUIRED everywhere else until they set up two-factor).',
+      response: { 200: Ok(UserView) },
+    },
   }, async (request) => ({ success: true as const, data: userView(await currentUser(request, app.services.users)) }))
 
   app.get('/api/users/me/account', {
@@ -46,6 +51,7 @@ export const meRoutes: FastifyPluginAsyncTypebox = async (app) => {
         auth_methods: authMethods(user),
         created_at: isoTime(user.createdAt),
         team_count: bound === null ? await app.services.teams.countMemberships(user.id) : Number((await app.services.teams.roleOf(user.id, bound)) !== null),
+        two_factor_enabled: user.twoFactorEnabledAt !== null,
       },
     }
   })

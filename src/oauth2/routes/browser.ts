@@ -7,6 +7,8 @@ import { AppError } from '../../http/errors.js'
 import { clientHost, type OAuthClient } from '../clients.js'
 import { consentPage, signInPage } from '../pages.js'
 import { forgotPasswordHref } from '../../modules/auth/page-links.js'
+import { setChallengeCookie } from '../../modules/two-factor/challenge-cookie.js'
+import { TWO_FACTOR_PAGES } from '../../modules/two-factor/pages.js'
 import { AuthorizeQuery, ConsentBody, ConsentDetails, ConsentLoginBody, ConsentQuery, DecisionAnswer, Redirect, tags } from '../schemas.js'
 import { sendPage } from '../../http/pages.js'
 import { describeValidation, failPage, isForm, START_AGAIN, wantsJson } from './shared.js'
@@ -158,6 +160,7 @@ export const browserRoutes: FastifyPluginAsyncTypebox = async (app) => {
       tags, summary: 'Sign in from the consent page',
       description: 'The consent page\'s sign-in form (form-encoded; JSON also accepted). Success: session cookie and 303 back to the consent page. ' +
         'Failure: the sign-in page again with the reason (401 INVALID_CREDENTIALS, 403 LOGIN_DISABLED or EMAIL_NOT_VERIFIED, 429). ' +
+        'An account with two-factor on goes (303) to the second step\'s page (/api/auth/sign-in/two-factor), which then returns to the consent page. ' +
         'An `Origin` header, when sent, must be this service\'s own (for a loopback `PUBLIC_URL`, under any loopback spelling: `localhost`, ' +
         '`127.0.0.1`, `[::1]`, same scheme and port) or a configured CORS origin; any other → 403, as an HTML page for a browser.',
       consumes: ['application/x-www-form-urlencoded', 'application/json'],
@@ -181,7 +184,12 @@ export const browserRoutes: FastifyPluginAsyncTypebox = async (app) => {
       return failPage(request, reply, error)
     }
     try {
-      const { session } = await app.services.accounts.login(login, password, { ip: request.ip })
+      const { session, challenge } = await app.services.accounts.login(login, password, { ip: request.ip })
+      if (challenge !== undefined) {
+        // Two-factor on: the second step's page asks for the code, then comes back here.
+        setChallengeCookie(reply, app.services.sessions.cookie, challenge.token)
+        return reply.redirect(`${TWO_FACTOR_PAGES.signIn}?request_id=${encodeURIComponent(requestId)}`, 303)
+      }
       await oauth().consent.adopt(requestId, session.rowId)
       app.services.sessions.setCookie(reply, session.id, session.expiresAt)
     } catch (error) {

@@ -16,6 +16,8 @@ export const users = pgTable('users', {
   failedLogins: integer('failed_logins').notNull().default(0),
   failedLoginsSince: timestamp('failed_logins_since', { withTimezone: true, mode: 'date' }),
   lockedUntil: timestamp('locked_until', { withTimezone: true, mode: 'date' }),
+  /** When two-factor authentication was switched on; null while it is off (the secret: two-factor.ts). */
+  twoFactorEnabledAt: timestamp('two_factor_enabled_at', { withTimezone: true, mode: 'date' }),
   createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull(),
   updatedAt: timestamp('updated_at', { withTimezone: true, mode: 'date' }).notNull(),
 }, (t) => [

@@ -16,6 +16,8 @@ export const users = sqliteTable('users', {
   failedLogins: integer('failed_logins').notNull().default(0),
   failedLoginsSince: integer('failed_logins_since', { mode: 'timestamp_ms' }),
   lockedUntil: integer('locked_until', { mode: 'timestamp_ms' }),
+  /** When two-factor authentication was switched on; null while it is off (the secret: two-factor.ts). */
+  twoFactorEnabledAt: integer('two_factor_enabled_at', { mode: 'timestamp_ms' }),
   createdAt: integer('created_at', { mode: 'timestamp_ms' }).notNull(),
   updatedAt: integer('updated_at', { mode: 'timestamp_ms' }).notNull(),
 }, (t) => [
