@@ -14,9 +14,9 @@ import type { AuditLog } from '../audit/service.js'
 import { loginDisabled } from '../auth/service.js'
 import type { SettingsService } from '../settings/service.js'
 import type { SessionService } from '../../auth/sessions.js'
-import { signOutEverywhere } from '../../auth/sign-outs.js'
 import { emailNotAvailable, providerFailed, type ProviderClient, type ProviderCredentials, type ProviderIdentity } from './client.js'
 import { safeReturnTo } from './return-to.js'
+import { discardUnverifiedCredentials } from './unverified-accounts.js'
 import { usernameCandidates } from './usernames.js'
 
 /** A sign-in must come back within 10 minutes. */
@@ -171,10 +171,8 @@ export class ProviderLogin {
    * session, every OAuth grant and every pending reset or verification link.
    */
   private async claimUnverified(tx: Db, account: UserRow, identity: ProviderIdentity, now: Date): Promise<UserRow> {
-    const { users, sessionRows, oauth, emailTokens } = this.deps
-    await signOutEverywhere({ sessions: sessionRows, oauth }, tx, account.id, now)
-    await emailTokens.with(tx).consumeAllFor(account.id, 'reset_password', now)
-    await emailTokens.with(tx).consumeAllFor(account.id, 'verify_email', now)
+    const { users } = this.deps
+    await discardUnverifiedCredentials(this.deps, tx, account.id, now)
     const user = await users.with(tx).update(account.id, {
       providerUserId: identity.id, emailVerified: true, passwordHash: null,
       failedLogins: 0, failedLoginsSince: null, lockedUntil: null, updatedAt: now,
