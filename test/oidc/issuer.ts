@@ -41,6 +41,8 @@ export interface TestIssuer {
   requests: Map<string, number>
   /** Every request the issuer received: method, path and query, and the scheme of its Authorization header. */
   received: Array<{ method: string; url: string; authorization: string | null }>
+  /** The token endpoint's successful answers (access and ID tokens), to look for them where they must not be. */
+  issued: Array<Record<string, unknown>>
   /** Publish another key under the signing key's id (true) or the real one again (false). */
   publishForeignKeys(foreign: boolean): void
   close(): Promise<void>
@@ -64,6 +66,7 @@ export async function startIssuer(options: IssuerOptions): Promise<TestIssuer> {
   const received: TestIssuer['received'] = []
   const own = await signingKeys('signing-key')
   const foreign = await signingKeys('signing-key')
+  const issued: Array<Record<string, unknown>> = []
   let publishForeign = false
   const method = options.tokenEndpointAuthMethod ?? 'client_secret_basic'
 
@@ -99,6 +102,7 @@ export async function startIssuer(options: IssuerOptions): Promise<TestIssuer> {
       return
     }
     await next()
+    if (ctx.path === '/token' && ctx.status === 200) issued.push(ctx.body as Record<string, unknown>)
   })
   server.on('request', provider.callback())
 
@@ -108,6 +112,7 @@ export async function startIssuer(options: IssuerOptions): Promise<TestIssuer> {
     accounts,
     requests,
     received,
+    issued,
     publishForeignKeys(on) {
       publishForeign = on
     },
