@@ -178,6 +178,10 @@ const ID_TOKEN_CHECKS = new Set<string>([oauth.JWT_CLAIM_COMPARISON, oauth.JWT_T
 
 /** A refused code is the sign-in's failure; refused client credentials are the operator's to fix. */
 function tokenEndpointRefusal(error: unknown): Error {
+  // RFC 6749 §5.2: a client that failed to authenticate with a Basic header gets a 401 challenge.
+  if (error instanceof oauth.WWWAuthenticateChallengeError && error.status === 401) {
+    return issuerFailure(502, 'the issuer refused this service\'s client credentials (401): an administrator must check oidc.client_id and oidc.client_secret')
+  }
   if (error instanceof oauth.ResponseBodyError) {
     const code = /^[\w.-]{1,64}$/.test(error.error) ? error.error : 'an error'
     if (code === 'invalid_client' || code === 'unauthorized_client') {
