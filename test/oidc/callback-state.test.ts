@@ -115,6 +115,7 @@ describe.each(DIALECTS)('the OpenID Connect callback state on %s', (dialect) => 
       expect(flow.session).toBeUndefined()
       if (headers === HTML) {
         expect(flow.callback?.headers.get('content-type')).toMatch(/^text\/html/)
+        expect(flow.callback?.body).toContain('<h1>Single sign-on failed</h1>')
         expect(flow.callback?.body).toContain('access_denied')
         expect(flow.callback?.body).toContain('/api/auth/sign-in')
       } else {

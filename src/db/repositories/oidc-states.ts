@@ -1,8 +1,10 @@
 import { and, eq, gt, lt } from 'drizzle-orm'
 import type { Database, Db } from '../types.js'
 
+/** A pending sign-in as stored: the state's digest, never the state. */
 export type OidcStateRow = Database['t']['oidcStates']['$inferSelect']
 
+/** The repository's interface, for services that take it. */
 export type OidcStatesRepository = ReturnType<typeof oidcStatesRepository>
 
 /** Pending OpenID Connect sign-ins, found by the digest of their state. */

@@ -8,14 +8,18 @@ import { OutboundError } from '../../lib/outbound-fetch.js'
  * token or claim.
  */
 
+/** Off, or no issuer, client id or client secret. */
 export const oidcDisabled = () => new AppError(403, 'OIDC_DISABLED', 'Sign-in with OpenID Connect is not enabled on this service.')
 
+/** Not this browser's state, or not one the service still holds. */
 export const stateMismatch = (why = 'start again') =>
   new AppError(400, 'OIDC_STATE_MISMATCH', `The sign-in request could not be matched (unknown, used or expired state); ${why}.`)
 
+/** The issuer vouched for no address (OpenID Connect Core §5.1 `email_verified`, or the claim the operator named). */
 export const emailNotAvailable = (claim: string) =>
   new AppError(400, 'OIDC_EMAIL_NOT_AVAILABLE', `The OpenID Connect issuer gave no verified email address (an email claim with ${claim} true); the scope must include email.`)
 
+/** Re-linking would lock the other identity out of its account. */
 export const alreadyLinked = () =>
   new AppError(409, 'OIDC_ALREADY_LINKED', 'This email belongs to an account linked to another identity at this OpenID Connect issuer.')
 

@@ -26,6 +26,7 @@ export const STATE_LIFETIME_MS = 10 * 60 * 1000
 /** Where the issuer sends the browser back; registered at the issuer as the redirect URI. */
 export const CALLBACK_PATH = '/api/auth/oidc/callback'
 
+/** What OpenID Connect sign-in is built from (services.ts). */
 export interface Deps {
   database: Database
   client: IssuerClient
