@@ -22,10 +22,11 @@ async function teamCount(base: string, session: string): Promise<number> {
 
 describe.each(DIALECTS)('OpenID Connect sign-in on %s (claims at userinfo)', (dialect) => {
   let h: OidcHarness
+  let admin: { id: string; cookie: string }
 
   beforeAll(async () => {
     h = await startOidcHarness(dialect)
-    await registerFirstAdmin(h.app)
+    admin = await registerFirstAdmin(h.app)
   })
   afterAll(() => h.close())
 
@@ -61,6 +62,11 @@ describe.each(DIALECTS)('OpenID Connect sign-in on %s (claims at userinfo)', (di
     expect((await auditOf(h, me.user!.id)).at(-1)).toEqual({ type: 'user.login', details: { method: 'oidc', issuer: h.issuer.issuer } })
     // Without return_to the browser lands on PUBLIC_URL (global.page_url is empty).
     expect(again.callback?.location).toBe(`${h.base}/`)
+
+    // Administrators find the accounts that sign in this way.
+    const listed = await h.app.inject({ method: 'GET', url: '/api/admin/users?auth_method=oidc', headers: { cookie: admin.cookie } })
+    expect(listed.statusCode).toBe(200)
+    expect(listed.json().data.users.map((user: { id: string }) => user.id)).toEqual([me.user!.id])
   })
 
   it('the same subject keeps its account when its address changes at the issuer; a new subject with a taken username gets a suffix', async () => {
