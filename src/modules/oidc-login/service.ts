@@ -101,7 +101,7 @@ export class OidcLogin {
     const settings = await this.issuerSettings()
     if (pending.issuer !== settings.issuer) throw stateMismatch('the issuer setting changed since this sign-in began; start again')
     const verifiedClaim = await this.deps.settings.get('oidc.email_verified_claim')
-    const secrets = { state, nonce: pending.nonce, codeVerifier: this.deps.box.open(pending.codeVerifier, digest) }
+    const secrets = { state, nonce: pending.nonce, codeVerifier: this.openVerifier(pending.codeVerifier, digest) }
     const claims = await this.deps.client.signIn(settings, secrets, parameters, needsUserinfo(verifiedClaim))
     const identity = identityFrom(claims, verifiedClaim)
     if (identity.email === null) throw emailNotAvailable(verifiedClaim)
@@ -121,6 +121,15 @@ export class OidcLogin {
   /** See ProviderLogin.landing: the stored return_to checked again, else global.page_url, else PUBLIC_URL. */
   landing(returnTo: string | null): Promise<string> {
     return this.deps.returnTo.landing(returnTo)
+  }
+
+  /** Sealed under another ENCRYPTION_SECRET (changed during the sign-in): the sign-in starts again. */
+  private openVerifier(sealed: string, digest: string): string {
+    try {
+      return this.deps.box.open(sealed, digest)
+    } catch {
+      throw stateMismatch()
+    }
   }
 
   private async issuerSettings(): Promise<IssuerSettings> {
