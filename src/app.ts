@@ -7,6 +7,7 @@ import { limiters, registerRateLimits } from './http/rate-limits.js'
 import { accountPageRoutes } from './modules/auth/account-pages.js'
 import { authRoutes } from './modules/auth/routes.js'
 import { providerLoginRoutes } from './modules/provider-login/routes.js'
+import { oidcLoginRoutes } from './modules/oidc-login/routes.js'
 import { oauthRoutes } from './oauth2/routes/index.js'
 import { meRoutes } from './modules/users/routes.js'
 import { teamMemberRoutes } from './modules/teams/members-routes.js'
@@ -229,6 +230,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await app.register(twoFactorRoutes, forms)
     await app.register(twoFactorPageRoutes, forms)
     await app.register(providerLoginRoutes)
+    await app.register(oidcLoginRoutes)
     await app.register(oauthRoutes)
     await app.register(meRoutes)
     await app.register(teamRoutes)

@@ -57,6 +57,8 @@ export interface Config {
   rateLimitEnabled: boolean
   providerOauthClientId: string | null
   providerOauthClientSecret: string | null
+  /** OIDC_ISSUER, OIDC_CLIENT_ID and OIDC_CLIENT_SECRET: all three, or null (they seed the oidc.* settings). */
+  oidcSeed: { issuer: string; clientId: string; clientSecret: string } | null
   smtpUrl: string | null
   smtpFrom: MailSender | null
   /** How long the first connection to the database is retried at start before the process gives up. */
@@ -217,6 +219,14 @@ export function loadConfig(env: Environment = readEnvironment(), { terminal = pr
     problems.push('PROVIDER_OAUTH_CLIENT_ID and PROVIDER_OAUTH_CLIENT_SECRET must be set together')
   }
 
+  const oidcIssuer = read('OIDC_ISSUER') ?? null
+  const oidcClientId = read('OIDC_CLIENT_ID') ?? null
+  const oidcClientSecret = read('OIDC_CLIENT_SECRET') ?? null
+  const oidcSet = [oidcIssuer, oidcClientId, oidcClientSecret].filter((value) => value !== null).length
+  if (oidcSet !== 0 && oidcSet !== 3) problems.push('OIDC_ISSUER, OIDC_CLIENT_ID and OIDC_CLIENT_SECRET must be set together')
+  if (oidcIssuer !== null && !isHttpUrl(oidcIssuer)) problems.push(`OIDC_ISSUER must be an http(s) URL, the issuer identifier (got "${oidcIssuer}")`)
+  const oidcSeed = oidcIssuer !== null && oidcClientId !== null && oidcClientSecret !== null ? { issuer: oidcIssuer, clientId: oidcClientId, clientSecret: oidcClientSecret } : null
+
   const config = {
     port,
     host: read('HOST') ?? '127.0.0.1',
@@ -245,6 +255,7 @@ export function loadConfig(env: Environment = readEnvironment(), { terminal = pr
     rateLimitEnabled: boolean('RATE_LIMIT_ENABLED', true),
     providerOauthClientId,
     providerOauthClientSecret,
+    oidcSeed,
     smtpUrl,
     smtpFrom,
     databaseConnectTimeoutMs: integer('DATABASE_CONNECT_TIMEOUT', 30, 0, 3600) * 1000,

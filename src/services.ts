@@ -85,6 +85,9 @@ import { InvitationService } from './modules/invitations/service.js'
 import { AcceptLinks } from './modules/invitations/links.js'
 import { twoFactorRepository } from './db/repositories/two-factor.js'
 import { createTwoFactor, type TwoFactor } from './modules/two-factor/index.js'
+import { oidcStatesRepository } from './db/repositories/oidc-states.js'
+import { IssuerClient } from './modules/oidc-login/issuer-client.js'
+import { OidcLogin } from './modules/oidc-login/service.js'
 
 /** Registration tokens stay listable (as used, revoked or expired) this long after they expire. */
 const REGISTRATION_TOKEN_RETENTION_MS = 7 * 24 * 3600_000
@@ -105,6 +108,8 @@ export interface Services {
   administration: UserAdministration
   teamService: TeamService
   providerLogin: ProviderLogin
+  /** Sign-in with an OpenID Connect issuer. */
+  oidcLogin: OidcLogin
   oauth: OAuthServer
   categoryService: CategoryService
   serverService: ServerService
@@ -316,7 +321,21 @@ export async function createServices(database: Database, { config, clock, log, l
   const toolUsage = new ToolUsage({
     calls: toolCallsRepository(database), documents: channel.documents, clock, metrics: metrics.toolCalls, retentionDays: config.usageRetentionDays,
   })
-  const personalTokens = new PersonalTokens({ database, repository: personalTokensRepository(database), teams, audit, digest, clock, log })
+  const personalTokenRows = personalTokensRepository(database)
+  const personalTokens = new PersonalTokens({ database, repository: personalTokenRows, teams, audit, digest, clock, log })
+  const providerLogin = new ProviderLogin({
+    database, client: new ProviderClient(config.providerOauthUrl, config.providerApiUrl), users, teams,
+    states: providerStates, digest,
+    sessions, sessionRows, oauth: oauthRows, emailTokens, personalTokens: personalTokenRows, settings, audit, clock, config,
+  })
+  // OpenID Connect: every request to the issuer goes through the outbound guard (256 KiB covers large JWKS).
+  const oidcStates = oidcStatesRepository(database)
+  const issuerClient = new IssuerClient(new OutboundFetch({ allowedHosts: config.outboundAllowedHosts, ca: outbound?.ca, resolveHost: outbound?.resolveHost, timeoutMs: outbound?.timeoutMs ?? 10_000, maxBytes: 256 * 1024 }))
+  settings.addCheck('oidc.issuer', (value) => issuerClient.refusal(String(value)))
+  const oidcLogin = new OidcLogin({
+    database, client: issuerClient, states: oidcStates, digest, box: createSecretBox(deriveKey(config.encryptionSecret, 'oidc-state')),
+    users, teams, sessions, held: { sessionRows, oauth: oauthRows, emailTokens, personalTokens: personalTokenRows }, settings, audit, clock, config, returnTo: providerLogin,
+  })
   return {
     personalTokens,
     toolUsage,
@@ -351,16 +370,14 @@ export async function createServices(database: Database, { config, clock, log, l
     database, settings, mail, users, teams, auditEvents, audit, passwords, sessions, accounts, emailFlows, limits,
     administration: new UserAdministration({ database, users, teamService, audit, clock, endConnections: endingsLater }),
     teamService,
-    providerLogin: new ProviderLogin({
-      database, client: new ProviderClient(config.providerOauthUrl, config.providerApiUrl), users, teams,
-      states: providerStates, digest,
-      sessions, sessionRows, oauth: oauthRows, emailTokens, settings, audit, clock, config,
-    }),
+    providerLogin,
+    oidcLogin,
     async purgeExpired() {
       const now = new Date(clock.now())
       await sessionRows.purgeExpired(now)
       await emailTokens.purgeExpired(now)
       await providerStates.purgeExpired(now)
+      await oidcStates.purgeExpired(now)
       await oauthRows.purgeExpired(now)
       await connectionRows.purgeExpiredFlows(now)
       await registrationTokenRows.purgeExpired(new Date(now.getTime() - REGISTRATION_TOKEN_RETENTION_MS))

@@ -71,6 +71,11 @@ const TITLES: Record<string, string> = {
   RATE_LIMITED: 'Too many attempts',
   NOT_FOUND: 'Not found',
   EMAIL_DISABLED: 'Mail is switched off',
+  OIDC_DISABLED: 'Single sign-on is switched off',
+  OIDC_STATE_MISMATCH: 'This sign-in cannot be completed',
+  OIDC_LOGIN_FAILED: 'Single sign-on failed',
+  OIDC_ID_TOKEN_INVALID: 'Single sign-on failed',
+  OIDC_EMAIL_NOT_AVAILABLE: 'No verified email address',
 }
 
 /** A refusal as a page: a title for its kind, its own text, and what to do next. */

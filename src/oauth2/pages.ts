@@ -1,5 +1,5 @@
 import type { Scope } from '../auth/policies.js'
-import { escapeHtml, pageLayout as layout } from '../lib/html.js'
+import { escapeHtml, linkButtons, pageLayout as layout, type PageLink } from '../lib/html.js'
 
 // The consent and sign-in pages, in the service's page layout (lib/html.ts: no script, strict CSP).
 
@@ -21,11 +21,13 @@ export interface SignInPage {
   login?: string
   /** Link to the provider sign-in that comes back to this page, when provider login is on. */
   providerHref?: string
+  /** "Sign in with <display name>" through OpenID Connect, coming back to this page, when it is on. */
+  oidcLink?: PageLink
   /** Link to the forgot-password page, while mail goes out. */
   forgotHref?: string
 }
 
-export function signInPage({ clientName, documentHost, requestId, error, login = '', providerHref, forgotHref }: SignInPage): string {
+export function signInPage({ clientName, documentHost, requestId, error, login = '', providerHref, oidcLink, forgotHref }: SignInPage): string {
   return layout('Sign in', `<h1>Sign in to continue to ${escapeHtml(clientName)}</h1>
 ${documentNotice(documentHost)}${error === undefined ? '' : `<p class="error" role="alert">${escapeHtml(error)}</p>`}
 <form method="post" action="/api/oauth2/consent/login">
@@ -36,7 +38,7 @@ ${documentNotice(documentHost)}${error === undefined ? '' : `<p class="error" ro
 <input id="password" name="password" type="password" autocomplete="current-password" required>
 <div class="actions"><button class="primary" type="submit">Sign in</button></div>
 </form>
-${providerHref === undefined ? '' : `<div class="actions"><a class="button" href="${escapeHtml(providerHref)}">Sign in with GitHub</a></div>`}${forgotHref === undefined ? '' : `\n<p class="muted"><a href="${escapeHtml(forgotHref)}">Forgot password?</a></p>`}`)
+${providerHref === undefined ? '' : `<div class="actions"><a class="button" href="${escapeHtml(providerHref)}">Sign in with GitHub</a></div>`}${oidcLink === undefined ? '' : `\n${linkButtons([oidcLink])}`}${forgotHref === undefined ? '' : `\n<p class="muted"><a href="${escapeHtml(forgotHref)}">Forgot password?</a></p>`}`)
 }
 
 export interface ConsentPage {

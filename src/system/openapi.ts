@@ -26,6 +26,7 @@ const CORE_TAGS = [
   { name: 'System', description: 'The landing page, the liveness and readiness probes, and the Prometheus metrics.' },
   { name: 'Authentication', description: 'Email registration and login, logout, email verification, password reset and change, the profile, and the account pages the backend serves when there is no frontend.' },
   { name: 'Provider login', description: 'Sign-in through the GitHub-compatible identity provider: whether it is on, the redirect to the provider, and its callback.' },
+  { name: 'OpenID Connect sign-in', description: 'Sign-in through an OpenID Connect issuer (Keycloak, Entra ID, Okta, Google …): whether it is offered, the redirect to the issuer, and its callback.' },
   { name: 'Users', description: "The caller's own profile, account facts and teams; a session, or a bearer token with user:read, account:read or teams:read." },
   { name: 'Teams', description: 'Teams, their members and team roles, and ownership transfer; a team the caller is not a member of answers 404.' },
   { name: 'OAuth2', description: 'The OAuth 2.0 authorization server: metadata, authorization with PKCE, the consent page, tokens, revocation, introspection, client registration and userinfo.' },

@@ -19,7 +19,7 @@ export interface UserBody {
   last_name: string | null
   role_id: 'global_admin' | 'global_user'
   email_verified: boolean
-  auth_methods: Array<'email' | 'provider'>
+  auth_methods: Array<'email' | 'provider' | 'oidc'>
   created_at: string
 }
 

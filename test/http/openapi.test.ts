@@ -306,6 +306,8 @@ describe.each(DIALECTS)('OpenAPI contract on %s', (dialect) => {
       'POST /api/oauth2/register': 'ignored',
       // The authorization response an upstream server sends the browser back with (RFC 6749 §4.1.2).
       'GET /api/oauth/upstream/callback': 'ignored',
+      // The authorization response an OpenID Connect issuer sends the browser back with (RFC 6749 §4.1.2).
+      'GET /api/auth/oidc/callback': 'ignored',
     })
   })
 

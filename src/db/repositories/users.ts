@@ -9,7 +9,7 @@ export type NewUser = Database['t']['users']['$inferInsert']
 export interface UserFilter {
   q?: string
   roleId?: UserRow['roleId']
-  authMethod?: 'email' | 'provider'
+  authMethod?: 'email' | 'provider' | 'oidc'
   limit: number
   offset: number
 }
@@ -80,6 +80,12 @@ export function usersRepository(database: Database, executor: Db = database.db) 
 
     async findByProviderId(providerUserId: string): Promise<UserRow | undefined> {
       const [row] = await db.select().from(t.users).where(eq(t.users.providerUserId, providerUserId))
+      return row
+    },
+
+    /** The account linked to this OpenID Connect identity (issuer and subject together). */
+    async findByOidcIdentity(issuer: string, subject: string): Promise<UserRow | undefined> {
+      const [row] = await db.select().from(t.users).where(and(eq(t.users.oidcIssuer, issuer), eq(t.users.oidcSubject, subject)))
       return row
     },
 
@@ -162,6 +168,7 @@ export function usersRepository(database: Database, executor: Db = database.db) 
       if (filter.roleId) conditions.push(eq(t.users.roleId, filter.roleId))
       if (filter.authMethod === 'email') conditions.push(isNotNull(t.users.passwordHash))
       if (filter.authMethod === 'provider') conditions.push(isNotNull(t.users.providerUserId))
+      if (filter.authMethod === 'oidc') conditions.push(isNotNull(t.users.oidcSubject))
       const where = conditions.length > 0 ? and(...conditions) : undefined
       const [rows, [total]] = await Promise.all([
         db.select().from(t.users).where(where).orderBy(desc(t.users.createdAt), desc(t.users.id)).limit(filter.limit).offset(filter.offset),

@@ -12,8 +12,8 @@ export const UserListQuery = Type.Object({
   ...PaginationQuery,
   q: Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: 'Case-insensitive substring of the username or the email.' })),
   role_id: Type.Optional(GlobalRoleId),
-  auth_method: Type.Optional(Type.Union([Type.Literal('email'), Type.Literal('provider')], {
-    description: 'email: has a password; provider: linked to the identity provider.',
+  auth_method: Type.Optional(Type.Union([Type.Literal('email'), Type.Literal('provider'), Type.Literal('oidc')], {
+    description: 'email: has a password; provider: linked to the identity provider; oidc: linked to the OpenID Connect issuer.',
   })),
 }, closed)
 

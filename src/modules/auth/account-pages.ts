@@ -8,6 +8,7 @@ import { optionalSession } from '../../auth/sessions.js'
 import { AppError } from '../../http/errors.js'
 import { prefersHtml, sendPage } from '../../http/pages.js'
 import { Email } from '../users/schemas.js'
+import { oidcSignInLink } from '../oidc-login/sign-in-link.js'
 import { FormTokens, type AccountForm } from './form-tokens.js'
 import { ACCOUNT_PAGES, forgotPasswordHref, RESEND_VERIFICATION_LINK, SIGN_IN_LINK } from './page-links.js'
 import { setChallengeCookie } from '../two-factor/challenge-cookie.js'
@@ -79,8 +80,8 @@ export const accountPageRoutes: FastifyPluginAsyncTypebox<AccountPagesOptions> =
 
   async function renderSignIn(request: FastifyRequest, reply: FastifyReply, notice?: Notice, login?: string): Promise<string> {
     const csrfToken = tokens.issue(request, reply, 'sign-in')
-    const [provider, forgot] = await Promise.all([providerHref(), forgotPasswordHref(services().mail)])
-    return signInPage({ csrfToken, notice, login, providerHref: provider, forgotHref: forgot })
+    const [provider, forgot, oidcLink] = await Promise.all([providerHref(), forgotPasswordHref(services().mail), oidcSignInLink(services().oidcLogin)])
+    return signInPage({ csrfToken, notice, login, providerHref: provider, oidcLink, forgotHref: forgot })
   }
 
   app.get(ACCOUNT_PAGES.signIn, {
@@ -89,7 +90,8 @@ export const accountPageRoutes: FastifyPluginAsyncTypebox<AccountPagesOptions> =
       tags, summary: 'The sign-in page (HTML)',
       description: 'For a service without a frontend (`global.page_url` empty): email or username and password, posted to this URL. ' +
         'A browser that is signed in already goes on to the account page (303). With provider login on, a "Sign in with GitHub" button ' +
-        '(`/api/auth/provider/login?return_to=/api/auth/account`); while mail goes out, a "Forgot password?" link. `signed_out=1` adds ' +
+        '(`/api/auth/provider/login?return_to=/api/auth/account`); with OpenID Connect sign-in on, a "Sign in with <oidc.display_name>" button ' +
+        '(`/api/auth/oidc/login?return_to=/api/auth/account`); while mail goes out, a "Forgot password?" link. `signed_out=1` adds ' +
         'the notice the sign-out leads to. Programs sign in with `POST /api/auth/email/login`.',
       querystring: Type.Object({ signed_out: Type.Optional(Type.Literal('1', { description: 'Say that the browser was just signed out.' })) }, { additionalProperties: false }),
       response: { 200: Page, 303: SeeOther },

@@ -75,12 +75,14 @@ export interface SignInForm {
   login?: string
   /** Provider sign-in that comes back to the account page, when provider login is on. */
   providerHref?: string
+  /** "Sign in with <display name>" through OpenID Connect, when it is on. */
+  oidcLink?: PageLink
   /** The forgot-password page, while mail goes out. */
   forgotHref?: string
 }
 
 /** The stand-alone sign-in page (not on behalf of an OAuth client: that one is src/oauth2/pages.ts). */
-export function signInPage({ csrfToken, notice: shown, login = '', providerHref, forgotHref }: SignInForm): string {
+export function signInPage({ csrfToken, notice: shown, login = '', providerHref, oidcLink, forgotHref }: SignInForm): string {
   return pageLayout('Sign in', `<h1>Sign in</h1>
 ${notice(shown)}<form method="post" action="${ACCOUNT_PAGES.signIn}">
 ${csrfField(csrfToken)}
@@ -90,7 +92,7 @@ ${csrfField(csrfToken)}
 <input id="password" name="password" type="password" autocomplete="current-password" maxlength="128" required>
 <div class="actions"><button class="primary" type="submit">Sign in</button></div>
 </form>
-${providerHref === undefined ? '' : `${linkButtons([{ href: providerHref, label: 'Sign in with GitHub' }])}\n`}${forgotHref === undefined ? '' : `<p class="muted"><a href="${escapeHtml(forgotHref)}">Forgot password?</a></p>`}`)
+${providerHref === undefined ? '' : `${linkButtons([{ href: providerHref, label: 'Sign in with GitHub' }])}\n`}${oidcLink === undefined ? '' : `${linkButtons([oidcLink])}\n`}${forgotHref === undefined ? '' : `<p class="muted"><a href="${escapeHtml(forgotHref)}">Forgot password?</a></p>`}`)
 }
 
 export interface AccountView {

@@ -1,6 +1,7 @@
 import type { Config } from '../../config.js'
 import { newId } from '../../db/ids.js'
 import type { EmailTokensRepository } from '../../db/repositories/email-tokens.js'
+import type { PersonalTokensRepository } from '../../db/repositories/personal-tokens.js'
 import type { OAuthRepository } from '../../db/repositories/oauth.js'
 import type { SessionsRepository } from '../../db/repositories/sessions.js'
 import type { TeamsRepository } from '../../db/repositories/teams.js'
@@ -14,10 +15,9 @@ import type { AuditLog } from '../audit/service.js'
 import { loginDisabled } from '../auth/service.js'
 import type { SettingsService } from '../settings/service.js'
 import type { SessionService } from '../../auth/sessions.js'
-import { signOutEverywhere } from '../../auth/sign-outs.js'
-import { personalTokensRepository } from '../../db/repositories/personal-tokens.js'
 import { emailNotAvailable, providerFailed, type ProviderClient, type ProviderCredentials, type ProviderIdentity } from './client.js'
 import { safeReturnTo } from './return-to.js'
+import { discardUnverifiedCredentials } from './unverified-accounts.js'
 import { usernameCandidates } from './usernames.js'
 
 /** A sign-in must come back within 10 minutes. */
@@ -38,6 +38,7 @@ export interface Deps {
   sessionRows: SessionsRepository
   oauth: OAuthRepository
   emailTokens: EmailTokensRepository
+  personalTokens: PersonalTokensRepository
   settings: SettingsService
   audit: AuditLog
   clock: Clock
@@ -172,10 +173,8 @@ export class ProviderLogin {
    * session, every OAuth grant and every pending reset or verification link.
    */
   private async claimUnverified(tx: Db, account: UserRow, identity: ProviderIdentity, now: Date): Promise<UserRow> {
-    const { users, sessionRows, oauth, emailTokens } = this.deps
-    await signOutEverywhere({ sessions: sessionRows, oauth, personalTokens: personalTokensRepository(this.deps.database) }, tx, account.id, now)
-    await emailTokens.with(tx).consumeAllFor(account.id, 'reset_password', now)
-    await emailTokens.with(tx).consumeAllFor(account.id, 'verify_email', now)
+    const { users } = this.deps
+    await discardUnverifiedCredentials(this.deps, tx, account.id, now)
     const user = await users.with(tx).update(account.id, {
       providerUserId: identity.id, emailVerified: true, passwordHash: null,
       failedLogins: 0, failedLoginsSince: null, lockedUntil: null, updatedAt: now,

@@ -1,5 +1,5 @@
 import type { Config } from '../../config.js'
-import { baseUrlProblem, clientCredentialProblem } from './rules.js'
+import { baseUrlProblem, clientCredentialProblem, displayNameProblem, issuerUrlProblem, oidcClaimNameProblem, oidcScopeProblem } from './rules.js'
 
 /**
  * Settings are defined here, in code, by group, with a type and a default. The
@@ -42,6 +42,11 @@ export const CORE_GROUPS: readonly SettingGroup[] = [
   { id: 'global', name: 'Global', description: 'Master switches for sign-in, registration, mail and documentation, and what shared (global) satellites run for teams.' },
   { id: 'team', name: 'Teams', description: 'Limits applied to teams.' },
   { id: 'provider-oauth', name: 'Provider OAuth', description: 'Sign-in with a GitHub-compatible identity provider.' },
+  {
+    id: 'oidc', name: 'OpenID Connect',
+    description: 'Sign-in with an OpenID Connect issuer (Keycloak, Microsoft Entra ID, Okta, Google, Authentik …). Register the redirect URI ' +
+      '<PUBLIC_URL>/api/auth/oidc/callback at the issuer; OIDC_ISSUER, OIDC_CLIENT_ID and OIDC_CLIENT_SECRET seed these settings at start.',
+  },
   { id: 'smtp', name: 'SMTP', description: 'Outgoing mail server used for verification, reset and test mails.' },
   { id: 'catalogue', name: 'Catalogue', description: 'The MCP sub-registry API and the sync from an upstream MCP registry.' },
 ]
@@ -114,6 +119,36 @@ export const CORE_SETTINGS = {
   'provider.oauth.scope': define({
     group: 'provider-oauth', type: 'string', default: 'user:email', name: 'Scope', max: 255,
     description: 'Scope requested from the identity provider; must include user:email.',
+  }),
+  'oidc.enabled': define({
+    group: 'oidc', type: 'boolean', default: false, name: 'OpenID Connect sign-in enabled',
+    description: 'Offers "Sign in with <display name>" (also needs an issuer, a client id and a client secret).',
+  }),
+  'oidc.issuer': define({
+    group: 'oidc', type: 'string', default: '', name: 'Issuer URL', max: 2048, rule: issuerUrlProblem,
+    description: 'The issuer identifier, exactly as the issuer names itself (its discovery document is read from <issuer>/.well-known/openid-configuration), ' +
+      'e.g. https://keycloak.example.com/realms/acme. https only, except hosts in OUTBOUND_ALLOWED_HOSTS; never a private or loopback address otherwise.',
+  }),
+  'oidc.client_id': define({
+    group: 'oidc', type: 'string', default: '', name: 'Client ID', max: 255, rule: clientCredentialProblem,
+    description: 'The client id of this service at the issuer (a confidential client with the redirect URI <PUBLIC_URL>/api/auth/oidc/callback).',
+  }),
+  'oidc.client_secret': define({
+    group: 'oidc', type: 'string', default: '', name: 'Client secret', encrypted: true, max: 1024, rule: clientCredentialProblem,
+    description: 'The client secret of this service at the issuer (stored encrypted, never shown again).',
+  }),
+  'oidc.display_name': define({
+    group: 'oidc', type: 'string', default: 'Single sign-on', name: 'Display name', max: 60, rule: displayNameProblem,
+    description: 'What the sign-in button says after "Sign in with", e.g. the company or the issuer\'s name.',
+  }),
+  'oidc.scope': define({
+    group: 'oidc', type: 'string', default: 'openid email profile', name: 'Scope', max: 255, rule: oidcScopeProblem,
+    description: 'Scopes asked for, separated by spaces; must include openid, and email for the address (profile gives a username and names).',
+  }),
+  'oidc.email_verified_claim': define({
+    group: 'oidc', type: 'string', default: 'email_verified', name: 'Email-verified claim', max: 64, rule: oidcClaimNameProblem,
+    description: 'The claim that must be the JSON value true for the email address to be taken (OpenID Connect Core: email_verified). Issuers that never ' +
+      'send email_verified may vouch for the address under another name, e.g. Microsoft Entra ID\'s optional claim xms_edov; anything but true refuses the sign-in.',
   }),
   'smtp.host': define({ group: 'smtp', type: 'string', default: '', name: 'Host', max: 255, description: 'SMTP server host name.' }),
   'smtp.port': define({ group: 'smtp', type: 'number', default: 587, name: 'Port', min: 1, max: 65_535, description: 'SMTP server port.' }),

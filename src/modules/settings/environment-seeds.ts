@@ -7,7 +7,7 @@ export interface SettingChange {
 }
 
 /**
- * SMTP_URL, SMTP_FROM and PROVIDER_OAUTH_CLIENT_ID/SECRET configure a deployment without a click.
+ * SMTP_URL, SMTP_FROM, PROVIDER_OAUTH_CLIENT_ID/SECRET and OIDC_ISSUER/CLIENT_ID/CLIENT_SECRET configure a deployment without a click.
  * They apply only to settings nobody has set yet; a value chosen through the API always wins.
  */
 export function environmentSeeds(config: Config): SettingChange[] {
@@ -34,6 +34,14 @@ export function environmentSeeds(config: Config): SettingChange[] {
       { key: 'provider.oauth.client_id', value: config.providerOauthClientId },
       { key: 'provider.oauth.client_secret', value: config.providerOauthClientSecret },
       { key: 'provider.oauth.enabled', value: true },
+    )
+  }
+  if (config.oidcSeed !== null) {
+    seeds.push(
+      { key: 'oidc.issuer', value: config.oidcSeed.issuer },
+      { key: 'oidc.client_id', value: config.oidcSeed.clientId },
+      { key: 'oidc.client_secret', value: config.oidcSeed.clientSecret },
+      { key: 'oidc.enabled', value: true },
     )
   }
   return seeds

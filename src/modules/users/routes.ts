@@ -15,7 +15,7 @@ const Account = Ok(Type.Object({
   role_id: Type.Union([Type.Literal('global_admin'), Type.Literal('global_user')]),
   permissions: Type.Array(Type.String()),
   email_verified: Type.Boolean(),
-  auth_methods: Type.Array(Type.Union([Type.Literal('email'), Type.Literal('provider')])),
+  auth_methods: Type.Array(Type.Union([Type.Literal('email'), Type.Literal('provider'), Type.Literal('oidc')])),
   created_at: Type.String({ format: 'date-time' }),
   team_count: Type.Integer(),
   two_factor_enabled: Type.Boolean({ description: 'Whether signing in with the password also asks for a code (two-factor authentication).' }),

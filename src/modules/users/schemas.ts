@@ -8,7 +8,7 @@ export const UserView = Type.Object({
   last_name: Type.Union([Type.String(), Type.Null()]),
   role_id: Type.Union([Type.Literal('global_admin'), Type.Literal('global_user')]),
   email_verified: Type.Boolean(),
-  auth_methods: Type.Array(Type.Union([Type.Literal('email'), Type.Literal('provider')])),
+  auth_methods: Type.Array(Type.Union([Type.Literal('email'), Type.Literal('provider'), Type.Literal('oidc')])),
   created_at: Type.String({ format: 'date-time' }),
 }, { description: 'A user. Never carries a password hash.' })
 

@@ -16,9 +16,10 @@ export function userView(user: UserRow) {
   }
 }
 
-export function authMethods(user: UserRow): Array<'email' | 'provider'> {
-  const methods: Array<'email' | 'provider'> = []
+export function authMethods(user: UserRow): Array<'email' | 'provider' | 'oidc'> {
+  const methods: Array<'email' | 'provider' | 'oidc'> = []
   if (user.passwordHash !== null) methods.push('email')
   if (user.providerUserId !== null) methods.push('provider')
+  if (user.oidcSubject !== null) methods.push('oidc')
   return methods
 }

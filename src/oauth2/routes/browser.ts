@@ -9,6 +9,7 @@ import { consentPage, signInPage } from '../pages.js'
 import { forgotPasswordHref } from '../../modules/auth/page-links.js'
 import { setChallengeCookie } from '../../modules/two-factor/challenge-cookie.js'
 import { TWO_FACTOR_PAGES } from '../../modules/two-factor/pages.js'
+import { oidcSignInLink } from '../../modules/oidc-login/sign-in-link.js'
 import { AuthorizeQuery, ConsentBody, ConsentDetails, ConsentLoginBody, ConsentQuery, DecisionAnswer, Redirect, tags } from '../schemas.js'
 import { sendPage } from '../../http/pages.js'
 import { describeValidation, failPage, isForm, START_AGAIN, wantsJson } from './shared.js'
@@ -39,6 +40,8 @@ export const browserRoutes: FastifyPluginAsyncTypebox = async (app) => {
     if (!enabled || !configured) return undefined
     return `/api/auth/provider/login?return_to=${encodeURIComponent(`/api/oauth2/consent?request_id=${requestId}`)}`
   }
+
+  const oidcLink = (requestId: string) => oidcSignInLink(app.services.oidcLogin, `/api/oauth2/consent?request_id=${encodeURIComponent(requestId)}`)
 
   app.get('/api/oauth2/auth', {
     config: { auth: policy.public(), limit: 'authorize', oauthErrors: {}, unknownParameters: 'ignore', htmlRefusals: { hint: START_AGAIN } },
@@ -115,7 +118,7 @@ export const browserRoutes: FastifyPluginAsyncTypebox = async (app) => {
     }
     const formTargets = redirectFormTargets(view.request.redirectUri)
     if (session === null || csrfToken === null) {
-      const page = signInPage({ clientName: client.name, documentHost: client.documentHost, requestId, providerHref: await providerHref(requestId), forgotHref: await forgotPasswordHref(app.services.mail) })
+      const page = signInPage({ clientName: client.name, documentHost: client.documentHost, requestId, providerHref: await providerHref(requestId), oidcLink: await oidcLink(requestId), forgotHref: await forgotPasswordHref(app.services.mail) })
       return sendPage(reply, 200, page, formTargets)
     }
     const remembered = await oauth().consent.remembered(view.request, session)
@@ -196,7 +199,7 @@ export const browserRoutes: FastifyPluginAsyncTypebox = async (app) => {
       if (!(error instanceof AppError) || wantsJson(request)) throw error
       if (error.headers) reply.headers(error.headers)
       return sendPage(reply, error.statusCode, signInPage({
-        clientName: client.name, documentHost: client.documentHost, requestId, error: error.message, login, providerHref: await providerHref(requestId),
+        clientName: client.name, documentHost: client.documentHost, requestId, error: error.message, login, providerHref: await providerHref(requestId), oidcLink: await oidcLink(requestId),
         forgotHref: await forgotPasswordHref(app.services.mail),
       }), formTargets)
     }

@@ -13,6 +13,9 @@ export const users = sqliteTable('users', {
   roleId: text('role_id', { enum: ['global_admin', 'global_user'] }).notNull().default('global_user'),
   emailVerified: integer('email_verified', { mode: 'boolean' }).notNull().default(false),
   providerUserId: text('provider_user_id'),
+  /** The OpenID Connect issuer and subject this account signs in as (both set, or both null). */
+  oidcIssuer: text('oidc_issuer'),
+  oidcSubject: text('oidc_subject'),
   failedLogins: integer('failed_logins').notNull().default(0),
   failedLoginsSince: integer('failed_logins_since', { mode: 'timestamp_ms' }),
   lockedUntil: integer('locked_until', { mode: 'timestamp_ms' }),
@@ -24,6 +27,7 @@ export const users = sqliteTable('users', {
   uniqueIndex('users_email_unique').on(sql`lower(${t.email})`),
   uniqueIndex('users_username_unique').on(sql`lower(${t.username})`),
   uniqueIndex('users_provider_user_id_unique').on(t.providerUserId),
+  uniqueIndex('users_oidc_identity_unique').on(t.oidcIssuer, t.oidcSubject),
   index('users_role_idx').on(t.roleId),
 ])
 
