@@ -15,6 +15,7 @@ import type { BrowserContext, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createTestContext, type TestContext } from '../helpers/app.js'
 import { chromiumRequired, useChromium } from '../helpers/chromium.js'
+import { openPage, pageSteps } from '../helpers/page-walk.js'
 import { DIALECTS } from '../helpers/database.js'
 import { authorizeParams, authorizeUrl, LOOPBACK_REDIRECT_URI, pkce } from '../helpers/oauth.js'
 import { freePort } from '../helpers/oauth-e2e.js'
@@ -38,20 +39,7 @@ describe.skipIf(!chromiumRequired)('the account pages in headless Chromium', () 
     /** Every CSP report of every page, from the console and from `securitypolicyviolation` events. */
     const violations: string[] = []
 
-    const heading = () => page.locator('h1').innerText()
-    /** Clicks and waits for the page it leads to; answers that page's status. */
-    async function follow(click: () => Promise<void>): Promise<number | undefined> {
-      const [response] = await Promise.all([page.waitForNavigation(), click()])
-      return response?.status()
-    }
-    const clickLink = (name: string) => follow(() => page.getByRole('link', { name, exact: true }).click())
-    const clickButton = (name: string) => follow(() => page.getByRole('button', { name, exact: true }).click())
-
-    async function signIn(login: string, password: string): Promise<number | undefined> {
-      await page.getByLabel('Email or username').fill(login)
-      await page.getByLabel('Password', { exact: true }).fill(password)
-      return clickButton('Sign in')
-    }
+    const { heading, clickLink, clickButton, signIn } = pageSteps(() => page)
 
     beforeAll(async () => {
       ctx = await createTestContext(dialect)
@@ -66,15 +54,7 @@ describe.skipIf(!chromiumRequired)('the account pages in headless Chromium', () 
       })
       expect(registered.status).toBe(201)
 
-      context = await chromiumBrowser().newContext()
-      // Reports a violation even when the browser would not log one; the pages themselves run no script.
-      await context.addInitScript({
-        content: "document.addEventListener('securitypolicyviolation', (event) => console.error(`CSP violation: ${event.violatedDirective} ${event.blockedURI}`))",
-      })
-      page = await context.newPage()
-      page.on('console', (message) => {
-        if (/Content Security Policy|CSP violation/i.test(message.text())) violations.push(`${page.url()}: ${message.text()}`)
-      })
+      ;({ context, page } = await openPage(chromiumBrowser(), violations))
     }, 60_000)
     afterAll(async () => {
       await context?.close()

@@ -8,10 +8,10 @@
  * Chromium missing → the test fails under CI and is skipped with a message elsewhere.
  */
 import type { FastifyInstance } from 'fastify'
-import type { ConsoleMessage } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createTestContext, type TestContext } from '../helpers/app.js'
 import { chromiumRequired, useChromium } from '../helpers/chromium.js'
+import { openPage } from '../helpers/page-walk.js'
 import { DIALECTS } from '../helpers/database.js'
 import { freePort } from '../helpers/oauth-e2e.js'
 import { smtpSettings, startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js'
@@ -64,12 +64,8 @@ describe.skipIf(!chromiumRequired)('the invitation accept page in headless Chrom
       const mailed = new URL(/http:\/\/localhost:\d+\/api\/auth\/invitations\/[A-Za-z0-9_-]{43}/.exec(mail!.text)![0])
       const atLoggedAddress = `http://127.0.0.1:${port}${mailed.pathname}`
 
-      const context = await chromiumBrowser().newContext()
-      const page = await context.newPage()
       const cspReports: string[] = []
-      page.on('console', (message: ConsoleMessage) => {
-        if (/Content Security Policy/i.test(message.text())) cspReports.push(message.text())
-      })
+      const { context, page } = await openPage(chromiumBrowser(), cspReports)
       try {
         // Signed out, the page says to sign in; the sign-in page lands on the account page.
         expect((await page.goto(atLoggedAddress))?.status()).toBe(200)

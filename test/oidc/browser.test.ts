@@ -11,6 +11,7 @@
 import type { BrowserContext, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { chromiumRequired, useChromium } from '../helpers/chromium.js'
+import { openPage } from '../helpers/page-walk.js'
 import { DIALECTS } from '../helpers/database.js'
 import { registerFirstAdmin, startOidcHarness, type OidcHarness } from './harness.js'
 
@@ -46,16 +47,10 @@ describe.skipIf(!chromiumRequired)('OpenID Connect sign-in in headless Chromium'
       await registerFirstAdmin(h.app)
       await h.app.services.settings.update([{ key: 'oidc.display_name', value: 'Acme SSO' }])
       h.issuer.accounts.set('sub-chromium-0001', { email: 'browser.person@example.test', email_verified: true, preferred_username: 'browser.person' })
-      context = await chromiumBrowser().newContext()
+      // Only our own pages' CSP reports: the issuer's pages are not ours to judge.
+      ;({ context, page } = await openPage(chromiumBrowser(), violations, h.base))
       // The issuer's development pages import a web font; the tests reach loopback only.
       await context.route((url) => url.hostname !== '127.0.0.1', (route) => route.abort())
-      await context.addInitScript({
-        content: "document.addEventListener('securitypolicyviolation', (event) => console.error(`CSP violation: ${event.violatedDirective} ${event.blockedURI}`))",
-      })
-      page = await context.newPage()
-      page.on('console', (message) => {
-        if (new URL(page.url()).origin === h.base && /Content Security Policy|CSP violation/i.test(message.text())) violations.push(`${page.url()}: ${message.text()}`)
-      })
     }, 60_000)
     afterAll(async () => {
       await context?.close()

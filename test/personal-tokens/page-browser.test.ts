@@ -13,6 +13,7 @@ import type { BrowserContext, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createTestContext, type TestContext } from '../helpers/app.js'
 import { chromiumRequired, useChromium } from '../helpers/chromium.js'
+import { openPage, pageSteps } from '../helpers/page-walk.js'
 import { DIALECTS } from '../helpers/database.js'
 import { freePort } from '../helpers/oauth-e2e.js'
 import { TOKEN_SHAPE } from './helpers.js'
@@ -31,10 +32,7 @@ describe.skipIf(!chromiumRequired)('the personal access tokens page in headless 
     let page: Page
     const violations: string[] = []
 
-    async function follow(click: () => Promise<void>): Promise<number | undefined> {
-      const [response] = await Promise.all([page.waitForNavigation(), click()])
-      return response?.status()
-    }
+    const { follow, signIn, heading } = pageSteps(() => page)
     const api = (path: string, token: string) => fetch(`${base}${path}`, { headers: { authorization: `Bearer ${token}` } })
 
     beforeAll(async () => {
@@ -47,14 +45,7 @@ describe.skipIf(!chromiumRequired)('the personal access tokens page in headless 
         method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: USERNAME, email: `${USERNAME}@example.test`, password: PASSWORD }),
       })
       expect(registered.status).toBe(201)
-      context = await chromiumBrowser().newContext()
-      await context.addInitScript({
-        content: "document.addEventListener('securitypolicyviolation', (event) => console.error(`CSP violation: ${event.violatedDirective} ${event.blockedURI}`))",
-      })
-      page = await context.newPage()
-      page.on('console', (message) => {
-        if (/Content Security Policy|CSP violation/i.test(message.text())) violations.push(`${page.url()}: ${message.text()}`)
-      })
+      ;({ context, page } = await openPage(chromiumBrowser(), violations))
     }, 60_000)
     afterAll(async () => {
       await context?.close()
@@ -63,10 +54,8 @@ describe.skipIf(!chromiumRequired)('the personal access tokens page in headless 
 
     it('sign in, create a token (shown once), use it, delete it on the page; a later visit never shows it', async () => {
       expect((await page.goto(`${base}/api/auth/sign-in`))?.status()).toBe(200)
-      await page.getByLabel('Email or username').fill(USERNAME)
-      await page.getByLabel('Password', { exact: true }).fill(PASSWORD)
-      expect(await follow(() => page.getByRole('button', { name: 'Sign in', exact: true }).click())).toBe(200)
-      expect(await page.locator('h1').innerText()).toBe('Your account')
+      expect(await signIn(USERNAME, PASSWORD)).toBe(200)
+      expect(await heading()).toBe('Your account')
 
       expect(await follow(() => page.getByRole('link', { name: 'Personal access tokens', exact: true }).click())).toBe(200)
       expect(await page.locator('h1').innerText()).toBe('Personal access tokens')

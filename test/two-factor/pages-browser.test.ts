@@ -14,6 +14,7 @@ import type { BrowserContext, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createTestContext, type TestContext } from '../helpers/app.js'
 import { chromiumRequired, useChromium } from '../helpers/chromium.js'
+import { openPage, pageSteps } from '../helpers/page-walk.js'
 import { manualClock, type ManualClock } from '../helpers/clock.js'
 import { DIALECTS } from '../helpers/database.js'
 import { freePort } from '../helpers/oauth-e2e.js'
@@ -35,18 +36,9 @@ describe.skipIf(!chromiumRequired)('two-factor pages in headless Chromium', () =
     let page: Page
     const violations: string[] = []
 
-    const heading = () => page.locator('h1').innerText()
-    async function follow(click: () => Promise<void>): Promise<number | undefined> {
-      const [response] = await Promise.all([page.waitForNavigation(), click()])
-      return response?.status()
-    }
-    const clickLink = (name: string) => follow(() => page.getByRole('link', { name, exact: true }).click())
-    const clickButton = (name: string) => follow(() => page.getByRole('button', { name, exact: true }).click())
-    async function signIn(): Promise<number | undefined> {
-      await page.getByLabel('Email or username').fill(EMAIL)
-      await page.getByLabel('Password', { exact: true }).fill(PASSWORD)
-      return clickButton('Sign in')
-    }
+    const steps = pageSteps(() => page)
+    const { heading, clickLink, clickButton } = steps
+    const signIn = () => steps.signIn(EMAIL, PASSWORD)
 
     beforeAll(async () => {
       ctx = await createTestContext(dialect)
@@ -59,14 +51,7 @@ describe.skipIf(!chromiumRequired)('two-factor pages in headless Chromium', () =
         method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: USERNAME, email: EMAIL, password: PASSWORD }),
       })
       expect(registered.status).toBe(201)
-      context = await chromiumBrowser().newContext()
-      await context.addInitScript({
-        content: "document.addEventListener('securitypolicyviolation', (event) => console.error(`CSP violation: ${event.violatedDirective} ${event.blockedURI}`))",
-      })
-      page = await context.newPage()
-      page.on('console', (message) => {
-        if (/Content Security Policy|CSP violation/i.test(message.text())) violations.push(`${page.url()}: ${message.text()}`)
-      })
+      ;({ context, page } = await openPage(chromiumBrowser(), violations))
     }, 60_000)
     afterAll(async () => {
       await context?.close()
