@@ -5,6 +5,7 @@ import { DhkemX25519HkdfSha256 } from '@hpke/dhkem-x25519'
 import pg from 'pg'
 import { againstBare, rssMb, stop, type Measurement, type Started } from './harness.js'
 import { registryDocument } from './installations.js'
+import { BENCH_QUOTA } from './service.js'
 
 /**
  * The satellite control channel, as satellites use it (all set up through the API, on 127.0.0.1):
@@ -160,6 +161,8 @@ export async function seedChannel(url: string, adminCookie: string): Promise<See
   const serverIds = imported.results.map((result) => result.server_id ?? '')
   if (serverIds.some((id) => id === '')) throw new Error(`import: ${JSON.stringify(imported.results)}`)
   const { team } = await api<{ team: { id: string } }>('POST', '/api/teams', admin, { name: 'Channel Bench' })
+  // One team places 100 installations on one global satellite: past the default quota of 20.
+  await api('PUT', '/api/settings/global.team_quota_per_global_satellite', admin, { value: BENCH_QUOTA })
   const { publicKey, privateKey } = await keyPair()
   const placed = async (name: string, count: number) => {
     const satellite = await registerSatellite(api, adminCookie, name, publicKey)
@@ -358,7 +361,10 @@ async function build(options: ChannelOptions, seeded: Seeded): Promise<ChannelRe
   let keys = { publicKey: '', privateKey: seeded.privateKey }
   for (let n = 0; n < RESEAL_SAMPLES; n++) {
     keys = await keyPair()
-    await apiOf(options.url, 30_000)('PUT', `/api/satellites/${satellite.id}/public-key`, { authorization: `Bearer ${satellite.apiKey}` }, { public_key: keys.publicKey })
+    // Replacing a key takes a proof of the current one or a fresh registration token: the bench, as an operator would, uses a token.
+    const api = apiOf(options.url, 30_000)
+    const { token } = await api<{ token: string }>('POST', '/api/satellites/global/registration-tokens', { cookie: options.adminCookie }, {})
+    await api('PUT', `/api/satellites/${satellite.id}/public-key`, { authorization: `Bearer ${satellite.apiKey}` }, { public_key: keys.publicKey, registration_token: token })
     await timedRead(afterNewKey)
   }
   // Every secret sealed to the last key.

@@ -1,5 +1,5 @@
 import { againstBare, type Measurement } from './harness.js'
-import { bearerToken, signUp } from './service.js'
+import { BENCH_QUOTA, bearerToken, signUp } from './service.js'
 
 /**
  * What the command-line client reads most: `GET /api/users/me/mcp/installations` with an OAuth
@@ -90,6 +90,8 @@ export async function seedInstallations(url: string, adminCookie: string): Promi
   })
 
   const memberCookie = await signUp(url, MEMBER)
+  // One team's installations all go to one global satellite: past the default quota of 20.
+  await send('PUT', '/api/settings/global.team_quota_per_global_satellite', adminCookie, { value: BENCH_QUOTA })
   const { token } = await send<{ token: string }>('POST', '/api/satellites/global/registration-tokens', adminCookie, {})
   const registered = await fetch(`${url}/api/satellites/register`, {
     method: 'POST',

@@ -67,3 +67,6 @@ export function startCommand(): { env: Record<string, string>; args: string[] } 
   const env = Object.fromEntries(words.slice(0, node).map((word) => word.split('=', 2) as [string, string]))
   return { env, args: words.slice(node + 1).map((word) => (word.startsWith('dist/') ? join(projectRoot, word) : word)) }
 }
+
+/** The installations one team may place on one global satellite, for the bench's seeding (the default is 20). */
+export const BENCH_QUOTA = 1_000
