@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm'
-import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { safeReturnTo } from '../../src/modules/provider-login/return-to.js'
 import type { SettingChange } from '../../src/modules/settings/service.js'
@@ -8,6 +8,7 @@ import { createTestContext, type TestContext } from '../helpers/app.js'
 import { DIALECTS } from '../helpers/database.js'
 import { authorizeParams, consentRequestId, htmlTags, inputValue, isHtml, locationOf, pkce, startAuthorization, unescapeHtml } from '../helpers/oauth.js'
 import { smtpSettings, startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js'
+import { pageBrowser as injectedPageBrowser } from '../helpers/page-browser.js'
 import { rawRows } from '../helpers/sql.js'
 
 /**
@@ -25,8 +26,6 @@ const SIGN_OUT = '/api/auth/sign-out'
 const FORGOT = '/api/auth/forgot-password'
 const RESEND = '/api/auth/resend-verification'
 const RESET = '/api/auth/email/reset-password'
-/** What a browser sends when it follows a link or submits a form. */
-const HTML_ACCEPT = 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8'
 const LOCKOUT = { maxFailures: 3, windowMs: 900_000, lockMs: 900_000 }
 
 /** The page's text, tags removed, entities decoded. */
@@ -44,38 +43,18 @@ function expectPage(response: LightMyRequestResponse, status: number) {
   expect(response.headers['cache-control']).toBe('no-store')
 }
 
-/**
- * A browser over app.inject: it keeps the cookies the pages set (by name; an empty value or
- * Max-Age=0 removes one), sends `Accept: text/html…`, and posts forms with its own Origin.
- */
+/** The page browser (helpers/page-browser.ts), and a form submitted as the page that shows it would. */
 function pageBrowser(app: FastifyInstance, origin = PUBLIC_URL) {
-  const jar = new Map<string, string>()
-  const cookieHeader = () => [...jar].map(([name, value]) => `${name}=${value}`).join('; ')
-  const keep = (response: LightMyRequestResponse) => {
-    for (const line of setCookieLines(response)) {
-      const [pair = ''] = line.split(';')
-      const name = pair.slice(0, pair.indexOf('='))
-      const value = pair.slice(pair.indexOf('=') + 1)
-      if (value === '' || /max-age=0(;|$)/i.test(line)) jar.delete(name)
-      else jar.set(name, value)
-    }
-    return response
-  }
-  const send = async (options: InjectOptions) => keep(await app.inject({ ...options, headers: { accept: HTML_ACCEPT, ...(jar.size > 0 ? { cookie: cookieHeader() } : {}), ...options.headers } }))
+  const browser = injectedPageBrowser(app, origin)
   return {
-    jar,
-    get: (url: string, headers: Record<string, string> = {}) => send({ method: 'GET', url, headers }),
-    post: (url: string, fields: Record<string, string>, headers: Record<string, string> = {}) => send({
-      method: 'POST', url, payload: new URLSearchParams(fields).toString(),
-      headers: { 'content-type': 'application/x-www-form-urlencoded', origin, ...headers },
-    }),
+    ...browser,
     /** Opens `url` and posts its form: the hidden fields the page gave, and `fields`. */
     async submit(url: string, fields: Record<string, string>, headers: Record<string, string> = {}) {
-      const page = await this.get(url)
+      const page = await browser.get(url)
       expect(inputValue(page.body, 'csrf_token'), page.body).toBeDefined()
       const hidden = htmlTags(page.body, 'input').filter((input) => input.type === 'hidden').map((input) => [input.name!, input.value ?? ''])
       const [form] = htmlTags(page.body, 'form')
-      return this.post(form!.action!, { ...Object.fromEntries(hidden), ...fields }, headers)
+      return browser.post(form!.action!, { ...Object.fromEntries(hidden), ...fields }, headers)
     },
   }
 }

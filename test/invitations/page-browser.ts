@@ -1,11 +1,10 @@
-import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
+import type { LightMyRequestResponse } from 'fastify'
 import { expect } from 'vitest'
-import { setCookieLines } from '../helpers/accounts.js'
 import { htmlTags, isHtml, unescapeHtml } from '../helpers/oauth.js'
 
+export { pageBrowser } from '../helpers/page-browser.js'
+
 export const PUBLIC_URL = 'http://localhost:3000'
-/** What a browser sends when it follows a link or submits a form. */
-const HTML_ACCEPT = 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8'
 
 /** The page's text, tags removed, entities decoded. */
 export const textOf = (response: LightMyRequestResponse) => unescapeHtml(response.body.replace(/<[^>]+>/g, ' ')).replace(/\s+/g, ' ')
@@ -32,34 +31,3 @@ export function formsOf(response: LightMyRequestResponse): Array<{ action: strin
   })
 }
 
-/**
- * A browser over app.inject: it keeps the cookies the pages set (by name; an empty value or
- * Max-Age=0 removes one), sends `Accept: text/html…`, and posts forms with its own Origin.
- */
-export function pageBrowser(app: FastifyInstance, origin = PUBLIC_URL) {
-  const jar = new Map<string, string>()
-  const cookieHeader = () => [...jar].map(([name, value]) => `${name}=${value}`).join('; ')
-  const keep = (response: LightMyRequestResponse) => {
-    for (const line of setCookieLines(response)) {
-      const [pair = ''] = line.split(';')
-      const name = pair.slice(0, pair.indexOf('='))
-      const value = pair.slice(pair.indexOf('=') + 1)
-      if (value === '' || /max-age=0(;|$)/i.test(line)) jar.delete(name)
-      else jar.set(name, value)
-    }
-    return response
-  }
-  const send = async (options: InjectOptions) => keep(await app.inject({ ...options, headers: { accept: HTML_ACCEPT, ...(jar.size > 0 ? { cookie: cookieHeader() } : {}), ...options.headers } }))
-  return {
-    jar,
-    /** Signs in as the session cookie `auth_session=<value>`. */
-    useSession(cookie: string) {
-      jar.set('auth_session', cookie.slice('auth_session='.length))
-    },
-    get: (url: string, headers: Record<string, string> = {}) => send({ method: 'GET', url, headers }),
-    post: (url: string, fields: Record<string, string>, headers: Record<string, string> = {}) => send({
-      method: 'POST', url, payload: new URLSearchParams(fields).toString(),
-      headers: { 'content-type': 'application/x-www-form-urlencoded', origin, ...headers },
-    }),
-  }
-}

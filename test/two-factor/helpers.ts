@@ -54,37 +54,7 @@ export const verify = (app: FastifyInstance, challenge: string | undefined, body
   post(app, '/api/auth/2fa/verify', challenge, body)
 
 export { sessionCookie }
-
-/** What a browser sends when it follows a link or submits a form. */
-const HTML_ACCEPT = 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8'
-
-/**
- * A browser over app.inject: keeps the cookies the pages set (an empty value or Max-Age=0 removes
- * one), asks for HTML, and posts forms form-encoded with its own Origin.
- */
-export function pageBrowser(app: FastifyInstance, origin = 'http://localhost:3000') {
-  const jar = new Map<string, string>()
-  const cookieHeader = () => [...jar].map(([name, value]) => `${name}=${value}`).join('; ')
-  const keep = (response: LightMyRequestResponse) => {
-    for (const line of setCookieLines(response)) {
-      const [pair = ''] = line.split(';')
-      const name = pair.slice(0, pair.indexOf('='))
-      const value = pair.slice(pair.indexOf('=') + 1)
-      if (value === '' || /max-age=0(;|$)/i.test(line)) jar.delete(name)
-      else jar.set(name, value)
-    }
-    return response
-  }
-  const send = async (options: { method: 'GET' | 'POST'; url: string; payload?: string; headers?: Record<string, string> }) =>
-    keep(await app.inject({ ...options, headers: { accept: HTML_ACCEPT, ...(jar.size > 0 ? { cookie: cookieHeader() } : {}), ...options.headers } }))
-  return {
-    jar,
-    get: (url: string) => send({ method: 'GET', url }),
-    post: (url: string, fields: Record<string, string>) => send({
-      method: 'POST', url, payload: new URLSearchParams(fields).toString(), headers: { 'content-type': 'application/x-www-form-urlencoded', origin },
-    }),
-  }
-}
+export { pageBrowser } from '../helpers/page-browser.js'
 
 /** The value of the hidden input `name` in a page. */
 export function hiddenValue(html: string, name: string): string | undefined {
