@@ -1,14 +1,20 @@
+import { topics } from './topics.js'
 import type { ChangeFeed } from './types.js'
 
 export interface KeptAnswersOptions<T> {
-  /** What an answer depends on: the change topics that end it (`user:<id>`, …). */
-  topicsOf: (answer: T) => readonly string[]
+  /**
+   * What an answer depends on: the change topics that end it (`user:<id>`, …). Without it, answers
+   * are kept only by a feed that sees every change (SQLite); on PostgreSQL each read loads.
+   */
+  topicsOf?: (answer: T) => readonly string[]
   /** The topic families that concern these answers; other topics are ignored. */
-  families: readonly string[]
+  families?: readonly string[]
   /** The most answers kept; the oldest goes first. */
   max: number
   /** The longest an answer is kept, notifications or not. */
   maxAgeMs: number
+  /** How long this answer may be kept (at most `maxAgeMs`): for answers that also follow the clock. */
+  validForMs?: (answer: T) => number
   now?: () => number
 }
 
@@ -29,20 +35,23 @@ export interface KeptAnswersStats {
 interface Entry<T> {
   answer: T
   topics: readonly string[]
-  keptAt: number
+  /** When it stops being given. */
+  until: number
 }
 
 /**
- * Answers read from the database, given again from memory until a change notification names what
- * they depend on. Built for the credential lookups every request makes (a session, an access
- * token, a satellite key, keyed by the credential's digest): on PostgreSQL each would otherwise
- * cost a round trip, and every write that can change their answer notifies in its transaction
- * (changes.ts), the database's own triggers included.
+ * The one way this service keeps answers in memory: read from the database, given again until a
+ * change notification names what they depend on. Credential lookups (a session, an access token,
+ * a satellite key, keyed by the credential's digest), the installation lists and the satellites'
+ * documents all go through it: on PostgreSQL each would otherwise cost round trips, and every
+ * write that can change their answer notifies in its transaction (changes.ts), the database's own
+ * triggers included. On SQLite the feed compares the file's change stamp at each read instead, and
+ * any change ends everything kept (`topics.everything`).
  *
  * The rules that keep an answer from outliving the row it came from:
- * - nothing is kept, and nothing is answered from memory, while the feed is down (a notification
- *   may be missed then): everything is dropped when it goes down, and kept again only after it
- *   is back;
+ * - nothing is kept, and nothing is answered from memory, while the feed is not `fresh` (on
+ *   PostgreSQL, down: a notification may be missed then): everything is dropped when it goes
+ *   down, and kept again only after it is back;
  * - a read that a notification overtook does not keep its answer: each read takes the generation
  *   first, and every notification of these families (and every change of the feed's state) moves
  *   it;
@@ -62,11 +71,15 @@ export class KeptAnswers<T> {
   private readonly now: () => number
   private readonly unsubscribe: Array<() => void>
 
+  private readonly keepable: boolean
+
   constructor(readonly name: string, private readonly feed: ChangeFeed, private readonly options: KeptAnswersOptions<T>) {
     this.now = options.now ?? Date.now
+    this.keepable = options.topicsOf !== undefined || feed.seesEverything
     this.unsubscribe = [
       feed.subscribe((topic) => {
-        if (this.concerns(topic)) this.forget(topic)
+        if (topic === topics.everything) this.clear()
+        else if (this.concerns(topic)) this.forget(topic)
       }),
       feed.onStatus(() => this.clear()),
       feed.onHold({
@@ -87,14 +100,15 @@ export class KeptAnswers<T> {
 
   /** The answer for `key`: from memory when kept and still valid, otherwise `load`ed (and kept when allowed). */
   async read(key: string, load: () => Promise<T | undefined>): Promise<T | undefined> {
-    if (!this.feed.up) {
+    if (!this.keepable) return load()
+    if (!this.feed.fresh()) {
       this.bypassed++
       return load()
     }
     const startedAt = this.now()
     const entry = this.entries.get(key)
     if (entry !== undefined) {
-      if (startedAt - entry.keptAt < this.options.maxAgeMs && !this.isHeld(entry.topics)) {
+      if (startedAt < entry.until && !this.isHeld(entry.topics)) {
         this.hits++
         return entry.answer
       }
@@ -103,7 +117,8 @@ export class KeptAnswers<T> {
     this.misses++
     const generation = this.generation
     const answer = await load()
-    if (answer !== undefined && generation === this.generation && this.feed.up) this.keep(key, answer, startedAt)
+    // `fresh` first: on SQLite it is what tells of a change made while the answer was read.
+    if (answer !== undefined && this.feed.fresh() && generation === this.generation) this.keep(key, answer, startedAt)
     return answer
   }
 
@@ -124,7 +139,7 @@ export class KeptAnswers<T> {
   }
 
   private concerns(topic: string): boolean {
-    for (const family of this.options.families) if (topic.startsWith(family)) return true
+    for (const family of this.options.families ?? []) if (topic.startsWith(family)) return true
     return false
   }
 
@@ -134,16 +149,18 @@ export class KeptAnswers<T> {
     return false
   }
 
-  private keep(key: string, answer: T, keptAt: number): void {
-    const topics = this.options.topicsOf(answer)
+  private keep(key: string, answer: T, readAt: number): void {
+    const topics = this.options.topicsOf?.(answer) ?? []
     if (this.isHeld(topics)) return
+    const validFor = Math.min(this.options.maxAgeMs, this.options.validForMs?.(answer) ?? Infinity)
+    if (validFor <= 0) return
     const previous = this.entries.get(key)
     if (previous !== undefined) this.remove(key, previous)
     while (this.entries.size >= this.options.max) {
       const [oldestKey, oldest] = this.entries.entries().next().value!
       this.remove(oldestKey, oldest)
     }
-    this.entries.set(key, { answer, topics, keptAt })
+    this.entries.set(key, { answer, topics, until: readAt + validFor })
     for (const topic of topics) {
       let keys = this.byTopic.get(topic)
       if (keys === undefined) this.byTopic.set(topic, (keys = new Set()))

@@ -35,6 +35,13 @@ export class PgChangeFeed implements ChangeFeed {
     return this.isUp
   }
 
+  /** Every commit notifies by itself (the listener hears it), so only whether it listens matters. */
+  fresh(): boolean {
+    return this.isUp
+  }
+
+  readonly seesEverything = false
+
   /**
    * NOTIFY in `executor`'s transaction. This instance learns of its own change at the commit
    * itself (see `committed`), not only when the notification comes back through the listener a

@@ -3,7 +3,7 @@ import type { AnyPgColumn } from 'drizzle-orm/pg-core'
 import { KeptAnswers, keptAnswers } from './kept-answers.js'
 import type { Database } from './types.js'
 
-/** How many answers of one lookup are kept in memory on PostgreSQL, and for how long at most. */
+/** How many answers of one lookup are kept in memory, and for how long at most. */
 export const KEPT_ANSWERS_MAX = 10_000
 export const KEPT_ANSWERS_MAX_AGE_MS = 60_000
 
@@ -11,14 +11,13 @@ export interface ReaderOptions<O, A> {
   /** Tables that come from a left join: null when their primary key is. */
   optional?: readonly O[]
   /**
-   * Answer again with the last row read for the same parameter while the database provably has
-   * not changed since (`Database.prepareReusedRow`: SQLite only). For lookups with one parameter
-   * whose answer depends on nothing else (no clock: the caller checks expiry itself). Answers
-   * are frozen, since requests share them.
+   * Answer again with the row read for the same parameter until a change ends it (kept-answers.ts).
+   * For lookups with one parameter whose answer depends on nothing else (no clock: the caller
+   * checks expiry itself). Answers are frozen, since requests share them.
    *
-   * On PostgreSQL, where another instance's commit leaves no trace to compare, answers are kept
-   * only when `topics` says which change notifications end them (kept-answers.ts); without it
-   * every call reads.
+   * On PostgreSQL, where another instance's commit is known only by its notification, answers are
+   * kept only when `topics` says which notifications end them; without it every call reads there,
+   * while SQLite, which sees every change by its stamp, keeps them regardless.
    */
   reuse?: boolean
   /** The change topics an answer depends on (`user:<id>`, …); see kept-answers.ts. */
@@ -81,18 +80,14 @@ export function rowReader<P extends Parts, O extends keyof P = never>(
     const named = params.filter((param) => 'name' in param)
     if (named.length !== 1) throw new Error(`rowReader ${name}: a reused answer is keyed by one parameter, not ${named.length}`)
     const keyName = (named[0] as { name: string }).name
-    const reused = database.prepareReusedRow?.(name, query.sql, frozen)
-    if (reused !== undefined) return ((values: Record<string, unknown>) => reused(String(values[keyName]), bind(values))) as never
-    if (topics !== undefined) {
-      const read = database.prepareRow(name, query.sql)
-      const kept = keptAnswers(database, name, () => new KeptAnswers(name, database.changes, {
-        families: topics.families, topicsOf: topics.of as never, max: KEPT_ANSWERS_MAX, maxAgeMs: KEPT_ANSWERS_MAX_AGE_MS,
-      }))
-      return ((values: Record<string, unknown>) => kept.read(String(values[keyName]), async () => {
-        const row = await read(bind(values))
-        return row === undefined ? undefined : frozen(row)
-      })) as never
-    }
+    const read = database.prepareRow(name, query.sql)
+    const kept = keptAnswers(database, name, () => new KeptAnswers(name, database.changes, {
+      families: topics?.families, topicsOf: topics?.of as never, max: KEPT_ANSWERS_MAX, maxAgeMs: KEPT_ANSWERS_MAX_AGE_MS,
+    }))
+    return ((values: Record<string, unknown>) => kept.read(String(values[keyName]), async () => {
+      const row = await read(bind(values))
+      return row === undefined ? undefined : frozen(row)
+    })) as never
   }
   const read = database.prepareRow(name, query.sql)
   return (async (values: Record<string, unknown>) => {

@@ -8,11 +8,10 @@ import { drizzle, type AsyncRemoteCallback } from 'drizzle-orm/sqlite-proxy'
 import { migrationsFolder } from '../paths.js'
 import * as schema from './schema/sqlite/index.js'
 import { Subscribers, type ChangeFeed } from './changes.js'
+import { topics } from './topics.js'
 import type { Database, Db, QueryTimer, Tables } from './types.js'
 
 const STATEMENT_CACHE_SIZE = 500
-/** How many answers a reused row keeps (the hot set of credentials, about 2 KB each). */
-const REUSED_ANSWERS = 2_000
 
 interface Holder {
   tx?: Db
@@ -84,36 +83,37 @@ export function openSqlite(path: string, onQuery?: QueryTimer): Database {
   // What the connection has seen change: total_changes() counts the rows written through it,
   // committed or not (it never goes back); data_version changes when another connection — another
   // process, a command-line tool — has committed since this one last read. Every write that could
-  // alter an answer moves one of them, and `epoch` with them. Read as two statements (1.6 µs)
+  // alter an answer moves one of them. Read as two statements (1.6 µs)
   // rather than one select over pragma_data_version (2.2 µs): total_changes() reads no file, the
   // pragma starts the read transaction, and nothing this connection writes can come in between.
   let changesStatement: BetterSqlite3.Statement | undefined
   let versionStatement: BetterSqlite3.Statement | undefined
   let seenChanges = -1
   let seenVersion = -1
-  let epoch = 0
-  const currentEpoch = (): number => {
+  const stampMoved = (): boolean => {
     changesStatement ??= client.prepare('select total_changes()').pluck(true)
     versionStatement ??= client.prepare('pragma data_version').pluck(true)
     const changes = changesStatement.get() as number
     const version = versionStatement.get() as number
-    if (changes !== seenChanges || version !== seenVersion) {
-      seenChanges = changes
-      seenVersion = version
-      epoch++
-    }
-    return epoch
+    if (changes === seenChanges && version === seenVersion) return false
+    seenChanges = changes
+    seenVersion = version
+    return true
   }
-  let begin: BetterSqlite3.Statement | undefined
-  let commit: BetterSqlite3.Statement | undefined
 
   // Changes are delivered in-process, after their commit. Another process on the same file (a
-  // second instance, which operations.md allows) is never heard, so the feed never counts as up:
-  // what depends on it checks its stamp on every use instead of trusting what it keeps (for the
-  // satellites' documents, one indexed read per request, and once a second for held requests).
+  // second instance, which operations.md allows, or a command-line tool) is never heard, so the
+  // feed never counts as up; what is kept in memory is checked against the change stamp instead
+  // (`fresh`), and a held long-poll looks again once a second.
   const subscribers = new Subscribers()
   const changes: ChangeFeed = {
     up: false,
+    seesEverything: true,
+    fresh() {
+      if (holder !== null) return false
+      if (stampMoved()) subscribers.deliver(topics.everything)
+      return true
+    },
     async notify(executor, topic) {
       changes.tell(executor, topic)
     },
@@ -176,49 +176,6 @@ export function openSqlite(path: string, onQuery?: QueryTimer): Database {
         return timed(() => statement!.get(...params) as unknown[] | undefined)
       }
     },
-    prepareReusedRow<T extends object>(_name: string, sql: string, decode: (row: unknown[]) => T) {
-      let statement: BetterSqlite3.Statement | undefined
-      const answers = new Map<string, T>()
-      let answersOf = -1
-      return async (key: string, params: unknown[]): Promise<T | undefined> => {
-        while (holder !== null && context.getStore() !== holder) await holder.released
-        statement ??= client.prepare(sql).raw(true)
-        // Inside a transaction its own uncommitted writes are read, and never kept.
-        if (holder !== null) {
-          const row = timed(() => statement!.get(...params) as unknown[] | undefined)
-          return row === undefined ? undefined : decode(row)
-        }
-        return timed(() => {
-          // Most lookups end here: one statement (its own read transaction) shows that nothing was
-          // written since the kept answer was read, so the answer is still the database's.
-          if (currentEpoch() === answersOf) {
-            const kept = answers.get(key)
-            if (kept !== undefined) return kept
-          }
-          // Otherwise the stamp and the lookup in one read transaction, so that the answer kept
-          // is the one of the snapshot the stamp describes.
-          begin ??= client.prepare('begin')
-          commit ??= client.prepare('commit')
-          begin.run()
-          try {
-            const now = currentEpoch()
-            if (now !== answersOf) {
-              answers.clear()
-              answersOf = now
-            }
-            const row = statement!.get(...params) as unknown[] | undefined
-            if (row === undefined) return undefined
-            const answer = decode(row)
-            if (answers.size >= REUSED_ANSWERS) answers.delete(answers.keys().next().value!)
-            answers.set(key, answer)
-            return answer
-          } finally {
-            commit.run()
-          }
-        })
-      }
-    },
-    changeEpoch: () => currentEpoch(),
     async ping() {
       prepare('select 1').get()
     },

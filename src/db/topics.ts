@@ -11,8 +11,16 @@ export const topics = {
   token: (id: string): string => `token:${id}`,
   /** A satellite's key, state or desired-state document. */
   satellite: (id: string): string => `satellite:${id}`,
+  /** A team's installations as its lists show them: their rows, values, reported states, connections, satellites. */
+  installations: (teamId: string): string => `installations:${teamId}`,
+  /** Which teams a user is a member of, and as what. */
+  member: (userId: string): string => `member:${userId}`,
+  /** Any write to the catalogue (servers, versions, tags, categories). */
+  catalogue: 'catalogue',
   /** Any global setting. */
   settings: 'settings',
+  /** Anything at all: what was kept may all be stale (SQLite, when its change stamp moved). */
+  everything: '*',
 } as const
 
 /** The families, for those that follow several topics of one kind. */
@@ -22,6 +30,8 @@ export const families = {
   session: 'session:',
   token: 'token:',
   satellite: 'satellite:',
+  installations: 'installations:',
+  member: 'member:',
 } as const
 
 /**

@@ -44,23 +44,6 @@ export interface Database {
    * none. For the few lookups every request makes (see row-reader.ts); outside transactions.
    */
   prepareRow(name: string, sql: string): (params: unknown[]) => Promise<unknown[] | undefined>
-  /**
-   * SQLite only: a read like `prepareRow` whose decoded answer for a key is given again, without
-   * reading the row, for as long as nothing in the database has changed since — neither a write
-   * through this process's connection nor a commit by any other connection or process. Each call
-   * reads a change stamp first (one statement, one read transaction); only when it moved, or the
-   * key has no answer, is the row read, in one read transaction with a new stamp, so the answer
-   * kept is that stamp's. A change made before a request is seen by that request. Answers are
-   * shared: `decode` must freeze them.
-   * PostgreSQL has no such check (another instance's commit leaves no trace in this one).
-   */
-  prepareReusedRow?<T extends object>(name: string, sql: string, decode: (row: unknown[]) => T): (key: string, params: unknown[]) => Promise<T | undefined>
-  /**
-   * SQLite only: a number that moves whenever anything in the database may have changed — a write
-   * through this process's connection (committed or not) or a commit by any other connection or
-   * process. An answer computed after reading it stays the database's answer while it has not moved.
-   */
-  changeEpoch?(): number
   /** The connection pool's state; PostgreSQL only (SQLite has one connection). */
   poolStats?(): PoolStats
   /** One trivial round trip; throws when the database does not answer. */
@@ -82,8 +65,24 @@ export interface Database {
  * rebuilt only once the feed is back.
  */
 export interface ChangeFeed {
-  /** Whether notifications are being received now. */
+  /**
+   * Whether every writer's notifications reach this instance by themselves: PostgreSQL while its
+   * listening connection is up; never on SQLite, where another process on the same file is heard
+   * only by `fresh` (a held long-poll looks again now and then).
+   */
   readonly up: boolean
+  /**
+   * Whether answers kept in memory may be given now, after bringing the feed up to date. PostgreSQL:
+   * while `up`. SQLite: unless a transaction is open (its writes are nobody else's yet), after
+   * comparing the database's change stamp, which moves with every write of this process and every
+   * commit of another; when it moved, `everything` is delivered first. Cheap: called on every kept read.
+   */
+  fresh(): boolean
+  /**
+   * Whether `fresh` sees every change to the database (SQLite), so that an answer may be kept even
+   * with no topic naming what it depends on. On PostgreSQL only topics end kept answers.
+   */
+  readonly seesEverything: boolean
   /** Sends `topic`, delivered when `executor`'s transaction commits (at once outside a transaction). */
   notify(executor: Db, topic: string): Promise<void>
   /**

@@ -58,6 +58,11 @@ export function teamsRepository(database: Database, executor: Db = database.db) 
   const db = executor
   // What the credential checks keep includes the caller's default team (kept-answers.ts).
   const told = (topic: string) => database.changes.tell(db, topic)
+  // The installation lists keep whose teams they are (kept-lists.ts); the database's trigger tells the others.
+  const memberChanged = (teamId: string, userId: string) => {
+    told(topics.member(userId))
+    told(topics.installations(teamId))
+  }
   // A literal, not a bound parameter: only then can SQLite use the partial index
   // teams_one_default_per_owner (measured: 6 µs instead of 29 µs for the default-team read).
   const isDefaultTeam = dialect === 'sqlite' ? sql`${t.teams.isDefault} = 1` : sql`${t.teams.isDefault}`
@@ -83,6 +88,7 @@ export function teamsRepository(database: Database, executor: Db = database.db) 
     // A default team is part of what the credential checks keep about its owner, also when it appears.
     if (team.isDefault) told(topics.user(team.ownerId))
     await db.insert(t.teamMembers).values({ teamId: row.id, userId: team.ownerId, role: 'team_admin', joinedAt: now })
+    memberChanged(row.id, team.ownerId)
     return row
   }
 
@@ -132,6 +138,12 @@ export function teamsRepository(database: Database, executor: Db = database.db) 
         .where(eq(t.teamMembers.userId, userId))
         .orderBy(sql`${t.teams.isDefault} desc`, asc(t.teams.name), asc(t.teams.id))
       return rows.map((row) => ({ ...row.team, memberCount: row.memberCount, role: row.role }))
+    },
+
+    /** The ids of the teams the user is a member of. */
+    async idsFor(userId: string): Promise<string[]> {
+      const rows = await db.select({ id: t.teamMembers.teamId }).from(t.teamMembers).where(eq(t.teamMembers.userId, userId))
+      return rows.map((row) => row.id)
     },
 
     /** A hot path (every CLI start reads it): one prepared statement, built on first use. */
@@ -209,11 +221,13 @@ export function teamsRepository(database: Database, executor: Db = database.db) 
       const rows = await db.insert(t.teamMembers).values({ teamId, userId, role, joinedAt: now }).onConflictDoNothing().returning({ userId: t.teamMembers.userId })
       // A new member may have an instance of their own in a per-user installation (once they set their values).
       if (rows.length === 1) await desiredStamps(database, db).ofTeam(teamId)
+      if (rows.length === 1) memberChanged(teamId, userId)
       return rows.length === 1
     },
 
     async setRole(teamId: string, userId: string, role: TeamRole): Promise<void> {
       await db.update(t.teamMembers).set({ role }).where(and(eq(t.teamMembers.teamId, teamId), eq(t.teamMembers.userId, userId)))
+      memberChanged(teamId, userId)
     },
 
     /** Ends a membership, and with it the member's own values in the team's installations (a personal token leaves with its owner). */
@@ -224,6 +238,7 @@ export function teamsRepository(database: Database, executor: Db = database.db) 
       const values = t.mcpInstallationValues
       const teamInstallations = db.select({ id: t.mcpInstallations.id }).from(t.mcpInstallations).where(eq(t.mcpInstallations.teamId, teamId))
       await db.delete(values).where(and(eq(values.userId, userId), inArray(values.installationId, teamInstallations)))
+      memberChanged(teamId, userId)
     },
 
     /** Another team_admin of the team (the longest-standing), to inherit it from a leaving owner. */

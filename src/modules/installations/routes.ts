@@ -64,7 +64,8 @@ const BOUND_MINE_TEXT = [
 /** The team routes a bearer token bound to a team reaches. */
 const BOUND_TEAM_TEXT = 'A bearer token bound to another team at consent → 403 `FORBIDDEN` with `details.bound_team_id`, even for a member (or a global admin) of this team.'
 
-const myLists = new SerializedAnswers<InstallationList>()
+/** A list answered again while nothing it shows changed is the same object: its bytes are serialized once. */
+const lists = new SerializedAnswers<InstallationList>()
 
 /** Installations: what a team runs, with its values; and what the command-line client reads of them. */
 export const installationRoutes: FastifyPluginAsyncTypebox = async (app) => {
@@ -76,10 +77,10 @@ export const installationRoutes: FastifyPluginAsyncTypebox = async (app) => {
       tags, summary: "The team's installations, by name",
       description: `${VIEW_TEXT} ${BOUND_TEAM_TEXT}`, params: TeamParams, querystring: ListQuery, response: { 200: InstallationPage },
     },
-  }, async (request) => {
+  }, async (request, reply) => {
     const { limit = 20, offset = 0 } = request.query
     const page = await installations().list(request.params.teamId, actorOf(request), limit, offset)
-    return { success: true as const, data: { installations: page.views, pagination: paginate(page.total, limit, offset) } }
+    return lists.send(reply, page, () => ({ success: true as const, data: { installations: page.views, pagination: paginate(page.total, limit, offset) } }))
   })
 
   app.post('/api/teams/:teamId/mcp/installations', {
@@ -275,8 +276,7 @@ export const installationRoutes: FastifyPluginAsyncTypebox = async (app) => {
     const { limit = 20, offset = 0 } = request.query
     const teamId = teamWithinReach(userCaller(request), request.query.team_id)
     const page = await installations().listMine(actorOf(request), teamId, limit, offset)
-    // A list answered again (SQLite) is the same object: its bytes are serialized once.
-    return myLists.send(reply, page, () => ({ success: true as const, data: { installations: page.views, pagination: paginate(page.total, limit, offset) } }))
+    return lists.send(reply, page, () => ({ success: true as const, data: { installations: page.views, pagination: paginate(page.total, limit, offset) } }))
   })
 
   app.get('/api/users/me/mcp/client-config', {

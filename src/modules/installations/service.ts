@@ -9,7 +9,6 @@ import type { ServerVersionsRepository, VersionRow } from '../../db/repositories
 import type { ServersRepository } from '../../db/repositories/servers.js'
 import type { TeamsRepository } from '../../db/repositories/teams.js'
 import { newId } from '../../db/ids.js'
-import { LRUCache } from 'lru-cache'
 import type { Database, Db } from '../../db/types.js'
 import type { InstallationInput } from '../../formats/installation-inputs.js'
 import { errors } from '../../http/errors.js'
@@ -28,9 +27,7 @@ import type { ConnectionEnding } from '../../db/repositories/connections.js'
 import type { InstallationTarget, OAuthInputDetails } from '../../formats/installation-inputs.js'
 import { endedConnectionKeys, oauthDetailsFor, remoteOf, scopedConnections, withOAuthInput, type OAuthProbe } from './oauth-inputs.js'
 import { lockedInstallation, teamTransaction } from './team-writes.js'
-
-/** How long a member's list may be answered again unchanged (SQLite, nothing written meanwhile). */
-const MY_LIST_REUSE_MS = 1_000
+import { KeptLists } from './kept-lists.js'
 
 /** A page of installations as the caller sees them. */
 export interface InstallationList {
@@ -47,6 +44,9 @@ export interface InstallationActor {
 
 export type { ValueMap } from './values.js'
 
+/** What a client configuration lists: `<team slug>-<name>` → the endpoint. */
+export type ClientServers = Record<string, { type: 'http'; url: string }>
+
 const nameTaken = (name: string) => errors.conflict('INSTALLATION_NAME_TAKEN', `The team already has an installation named "${name}"; choose another name.`)
 
 /**
@@ -55,8 +55,9 @@ const nameTaken = (name: string) => errors.conflict('INSTALLATION_NAME_TAKEN', `
  * change one write at a time (names, placements, values) and a team being deleted waits for them.
  */
 export class InstallationService {
-  /** The members' lists answered lately (SQLite only; see listMine). */
-  private readonly myLists = new LRUCache<string, { epoch: number; until: number; list: InstallationList }>({ max: 1000 })
+  /** Lists answered again while nothing they show changed (kept-lists.ts). */
+  private readonly lists: KeptLists<InstallationList>
+  private readonly configs: KeptLists<ClientServers>
 
   constructor(private readonly deps: {
     database: Database
@@ -85,6 +86,8 @@ export class InstallationService {
   }) {
     this.placement = new Placement({ installations: deps.installations, satellites: deps.satellites, rules: deps.placementRules, clock: deps.clock })
     this.moves = new InstallationMoves({ ...deps, placement: this.placement })
+    this.lists = new KeptLists(deps.database, deps.clock, 'installation-lists')
+    this.configs = new KeptLists(deps.database, deps.clock, 'client-configs')
   }
 
   private readonly placement: Placement
@@ -92,31 +95,27 @@ export class InstallationService {
 
   // Reads
 
-  async list(teamId: string, actor: InstallationActor, limit: number, offset: number): Promise<{ views: InstallationView[]; total: number }> {
-    // A member reaches this only for a team that exists; a global admin passes the route's check
-    // for any id, and an unknown team must be 404 for them too, not an empty list.
-    if (actor.isGlobalAdmin && (await this.deps.teams.find(teamId)) === undefined) throw errors.notFound('Team')
-    const page = await this.deps.installations.page({ team: teamId }, actor.userId, limit, offset)
-    return { views: this.pageViews(page, await this.placement.rules(), await this.connectionsOf(page.rows, actor.userId)), total: page.total }
+  /** A team's installations; the same list object again while nothing it shows changed. */
+  async list(teamId: string, actor: InstallationActor, limit: number, offset: number): Promise<InstallationList> {
+    return this.lists.read({ kind: 'team', teamId, viewer: actor.userId }, limit, offset, async () => {
+      // A member reaches this only for a team that exists; a global admin passes the route's check
+      // for any id, and an unknown team must be 404 for them too, not an empty list.
+      if (actor.isGlobalAdmin && (await this.deps.teams.find(teamId)) === undefined) throw errors.notFound('Team')
+      const page = await this.deps.installations.page({ team: teamId }, actor.userId, limit, offset)
+      const list = { views: this.pageViews(page, await this.placement.rules(), await this.connectionsOf(page.rows, actor.userId)), total: page.total }
+      return { list, rows: page.rows, teams: [teamId] }
+    })
   }
 
-  /** Every installation of every team the caller is a member of (or of one such team). */
+  /** Every installation of every team the caller is a member of (or of one such team); kept like `list`. */
   async listMine(actor: InstallationActor, teamId: string | undefined, limit: number, offset: number): Promise<InstallationList> {
-    const read = async (): Promise<InstallationList> => {
+    return this.lists.read({ kind: 'mine', viewer: actor.userId, teamId }, limit, offset, async () => {
+      // The teams first: a membership that changes meanwhile ends the list (member:<id>) either way.
+      const teams = teamId !== undefined ? [teamId] : await this.deps.teams.idsFor(actor.userId)
       const page = await this.deps.installations.page({ member: actor.userId, team: teamId }, actor.userId, limit, offset)
-      return { views: this.pageViews(page, await this.placement.rules(), await this.connectionsOf(page.rows, actor.userId)), total: page.total }
-    }
-    const epoch = this.deps.database.changeEpoch?.()
-    if (epoch === undefined) return read()
-    // SQLite: the same answer again while nothing in the database changed, for at most a second
-    // (statuses also follow the clock: a satellite turns offline 90 s after its last heartbeat).
-    const key = `${actor.userId}\n${teamId ?? ''}\n${limit}\n${offset}`
-    const kept = this.myLists.get(key)
-    const now = this.deps.clock.now()
-    if (kept !== undefined && kept.epoch === epoch && kept.until > now) return kept.list
-    const list = await read()
-    this.myLists.set(key, { epoch, until: now + MY_LIST_REUSE_MS, list })
-    return list
+      const list = { views: this.pageViews(page, await this.placement.rules(), await this.connectionsOf(page.rows, actor.userId)), total: page.total }
+      return { list, rows: page.rows, teams }
+    })
   }
 
   async get(teamId: string, id: string, actor: InstallationActor): Promise<InstallationView> {
@@ -139,22 +138,27 @@ export class InstallationService {
    * URL that is online, running, and configured for the caller): `<team slug>-<name>` → the
    * endpoint. URLs only. An offline satellite serves nothing, so its endpoints are left out.
    */
-  async clientConfig(actor: InstallationActor, teamId: string | undefined): Promise<Record<string, { type: 'http'; url: string }>> {
-    const servers: Record<string, { type: 'http'; url: string }> = {}
-    const rules = await this.placement.rules()
-    const silentSince = this.silentSince()
-    for (let offset = 0; ; offset += 100) {
-      const page = await this.deps.installations.page({ member: actor.userId, team: teamId }, actor.userId, 100, offset)
-      const views = this.pageViews(page, rules, await this.connectionsOf(page.rows, actor.userId), silentSince)
-      page.rows.forEach((detail, index) => {
-        const view = views[index]!
-        const online = detail.satellite !== null && !satelliteOffline(detail.satellite, silentSince)
-        if (view.endpoint_url !== null && online && view.desired === 'running' && view.status !== 'needs_config' && view.status !== 'needs_auth') {
-          servers[`${detail.team.slug}-${view.name}`] = { type: 'http', url: view.endpoint_url }
-        }
-      })
-      if (offset + 100 >= page.total) return servers
-    }
+  async clientConfig(actor: InstallationActor, teamId: string | undefined): Promise<ClientServers> {
+    return this.configs.read({ kind: 'client-config', viewer: actor.userId, teamId }, 0, 0, async () => {
+      const teams = teamId !== undefined ? [teamId] : await this.deps.teams.idsFor(actor.userId)
+      const servers: ClientServers = {}
+      const rows: InstallationDetail[] = []
+      const rules = await this.placement.rules()
+      const silentSince = this.silentSince()
+      for (let offset = 0; ; offset += 100) {
+        const page = await this.deps.installations.page({ member: actor.userId, team: teamId }, actor.userId, 100, offset)
+        const views = this.pageViews(page, rules, await this.connectionsOf(page.rows, actor.userId), silentSince)
+        page.rows.forEach((detail, index) => {
+          const view = views[index]!
+          const online = detail.satellite !== null && !satelliteOffline(detail.satellite, silentSince)
+          if (view.endpoint_url !== null && online && view.desired === 'running' && view.status !== 'needs_config' && view.status !== 'needs_auth') {
+            servers[`${detail.team.slug}-${view.name}`] = { type: 'http', url: view.endpoint_url }
+          }
+        })
+        rows.push(...page.rows)
+        if (offset + 100 >= page.total) return { list: servers, rows, teams }
+      }
+    })
   }
 
   // Writes

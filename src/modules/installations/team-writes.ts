@@ -1,5 +1,6 @@
 import type { InstallationRow, InstallationsRepository } from '../../db/repositories/installations.js'
 import type { TeamsRepository } from '../../db/repositories/teams.js'
+import { topics } from '../../db/topics.js'
 import type { Database, Db } from '../../db/types.js'
 import { errors } from '../../http/errors.js'
 
@@ -17,6 +18,8 @@ export interface TeamWriteDeps {
 /** `write` inside a transaction that holds the team's row; the team must exist. */
 export function teamTransaction<T>(deps: Pick<TeamWriteDeps, 'database' | 'teams'>, teamId: string, write: (tx: Db) => Promise<T>): Promise<T> {
   return deps.database.transaction(async (tx) => {
+    // This instance's lists of the team end at the commit (the database's trigger tells the others).
+    deps.database.changes.tell(tx, topics.installations(teamId))
     const teams = deps.teams.with(tx)
     await teams.lock(teamId)
     if ((await teams.find(teamId)) === undefined) throw errors.notFound('Team')
