@@ -2,8 +2,10 @@ import { againstBare, type Measurement } from './harness.js'
 import { BENCH_QUOTA, bearerToken, signUp } from './service.js'
 
 /**
- * What the command-line client reads most: `GET /api/users/me/mcp/installations` with an OAuth
- * access token holding `mcp:read`, for a member of three teams that run 50 installations each.
+ * What the command-line client reads most, with an OAuth access token holding `mcp:read` of a
+ * member of three teams that run 50 installations each: the token is bound to one of them at
+ * consent, so `GET /api/users/me/mcp/installations` lists that team's 50, as does
+ * `GET /api/teams/:teamId/mcp/installations`; and the client configuration MCP clients are set up from.
  *
  * The data goes in through the HTTP API as people put it there: the global admin imports registry
  * documents and creates three teams, adds the member to each as a team_user, registers a satellite
@@ -60,6 +62,8 @@ export interface SeededInstallations {
   /** The member's session cookie and their access token with `mcp:read`. */
   cookie: string
   token: string
+  /** The three teams, in the order they were made. */
+  teams: string[]
   installations: number
   ms: number
 }
@@ -102,8 +106,10 @@ export async function seedInstallations(url: string, adminCookie: string): Promi
   const satelliteId = ((await registered.json()) as { data: { satellite: { id: string } } }).data.satellite.id
 
   let installations = 0
+  const teams: string[] = []
   for (let t = 0; t < TEAMS; t++) {
     const { team } = await send<{ team: { id: string } }>('POST', '/api/teams', adminCookie, { name: `Installs ${['Platform', 'Data', 'Support'][t]}` })
+    teams.push(team.id)
     await send('POST', `/api/teams/${team.id}/members`, adminCookie, { login: MEMBER, role: 'team_user' })
     for (let j = 0; j < PER_TEAM; j++) {
       const server = t * 15 + j
@@ -124,8 +130,9 @@ export async function seedInstallations(url: string, adminCookie: string): Promi
       }
     }
   }
-  const accessToken = await bearerToken(url, memberCookie, 'mcp:read')
-  return { cookie: memberCookie, token: accessToken, installations, ms: Math.round(performance.now() - began) }
+  // An access token is bound to one team at consent (the first here): what it lists is that team's.
+  const accessToken = await bearerToken(url, memberCookie, 'mcp:read', { teamId: teams[0] })
+  return { cookie: memberCookie, token: accessToken, installations, teams, ms: Math.round(performance.now() - began) }
 }
 
 /** The list as the member's token reads it: checks the total and that no secret shows, before it is loaded. */
@@ -144,13 +151,15 @@ async function checkAnswer(url: string, token: string, expected: number): Promis
  */
 export async function installationWorkloads(url: string, adminCookie: string, bareUrl: string, targetPercent: number): Promise<{ measurements: Measurement[]; notes: string[] }> {
   const seeded = await seedInstallations(url, adminCookie)
-  await checkAnswer(url, seeded.token, seeded.installations)
+  await checkAnswer(url, seeded.token, PER_TEAM)
   const headers = { authorization: `Bearer ${seeded.token}` }
   const path = `${url}/api/users/me/mcp/installations`
-  const label = `${TEAMS} teams × ${PER_TEAM}`
+  const label = `a member of ${TEAMS} teams × ${PER_TEAM}, the token bound to one`
   const measurements = [
+    await againstBare(bareUrl, `GET /api/teams/:teamId/mcp/installations (bearer mcp:read, ${PER_TEAM} installations, default page of 20)`, `${url}/api/teams/${seeded.teams[0]}/mcp/installations`, { headers }, targetPercent),
     await againstBare(bareUrl, `GET /api/users/me/mcp/installations (bearer mcp:read, ${label}, default page of 20)`, path, { headers }, targetPercent),
     await againstBare(bareUrl, '  the same, ?limit=100', `${path}?limit=100`, { headers }),
+    await againstBare(bareUrl, 'GET /api/users/me/mcp/client-config (bearer mcp:read)', `${url}/api/users/me/mcp/client-config`, { headers }),
   ]
   return { measurements, notes: [`installations seeded through the API: ${seeded.installations} in ${(seeded.ms / 1000).toFixed(1)} s`] }
 }

@@ -83,7 +83,7 @@ const TARGETS = {
   health: { sqlite: 80, postgresql: 80 },
   anonymous: { sqlite: 70, postgresql: 70 },
   authenticated: { sqlite: 55, postgresql: 45 },
-  installations: { sqlite: 30, postgresql: 15 },
+  installations: { sqlite: 30, postgresql: 20 },
 }
 
 /**

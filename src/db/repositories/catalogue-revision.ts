@@ -1,4 +1,5 @@
 import { eq } from 'drizzle-orm'
+import { topics } from '../topics.js'
 import type { Database, Db } from '../types.js'
 
 export interface CatalogueTransactionOptions {
@@ -21,6 +22,8 @@ export interface CatalogueTransactionOptions {
  */
 export function catalogueTransaction<T>(database: Database, fn: (tx: Db) => Promise<T>, options: CatalogueTransactionOptions = {}): Promise<T> {
   return database.transaction(async (tx) => {
+    // What this instance keeps of the catalogue ends at the commit (the trigger tells the others).
+    database.changes.tell(tx, topics.catalogue)
     await options.first?.(tx)
     if (database.dialect === 'postgresql') {
       const { catalogueRevision: revision } = database.t

@@ -25,24 +25,6 @@ export function serversRepository(database: Database, executor: Db = database.db
     if (tags.length > 0) await db.insert(t.mcpServerTags).values(tags.map((tag) => ({ serverId, tag })))
   }
 
-  /** Read on every list request: prepared once, on first use. */
-  let stampStatements: ReturnType<typeof prepareStamp> | undefined
-  function prepareStamp() {
-    const myTeams = db.select({ teamId: t.teamMembers.teamId }).from(t.teamMembers).where(eq(t.teamMembers.userId, sql.placeholder('userId')))
-    // The revision, one row, on the driver directly as the credential lookups are (row-reader.ts).
-    const revisionRow = rowReader(database, 'catalogue_revision_row', { revision: t.catalogueRevision }, (selection) => database.db
-      .select(selection)
-      .from(t.catalogueRevision)
-      .where(eq(t.catalogueRevision.id, 1)))
-    return {
-      revision: async () => (await revisionRow({}))?.revision.revision ?? 0,
-      teams: db.selectDistinct({ teamId: s.ownerTeamId }).from(s)
-        .where(and(eq(s.visibility, 'team'), inArray(s.ownerTeamId, myTeams)))
-        .orderBy(asc(s.ownerTeamId))
-        .prepare('catalogue_viewer_teams'),
-    }
-  }
-
   return {
     with: (tx: Db) => serversRepository(database, tx),
 
@@ -54,18 +36,6 @@ export function serversRepository(database: Database, executor: Db = database.db
         Promise.all(viewer.isGlobalAdmin ? [counted()] : [counted('global'), counted('team')]),
       ])
       return { rows, total: totals.reduce((sum, [row]) => sum + (row?.n ?? 0), 0) }
-    },
-
-    /**
-     * What a cached list page for this viewer depends on besides its query: the catalogue's
-     * revision (moved by triggers on every change to a catalogue table) and, for a viewer who is
-     * not a global admin, the teams through which they see team servers. Read it before the page.
-     */
-    async listStamp(viewer: CatalogueViewer): Promise<string> {
-      stampStatements ??= prepareStamp()
-      if (viewer.isGlobalAdmin) return `${await stampStatements.revision()}|admin`
-      const [revision, teams] = await Promise.all([stampStatements.revision(), stampStatements.teams.execute({ userId: viewer.userId })])
-      return `${revision}|${teams.map((team) => team.teamId).join(',')}`
     },
 
     /** By id, else by slug; only a server the viewer can see. */

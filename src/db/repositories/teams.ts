@@ -161,8 +161,13 @@ export function teamsRepository(database: Database, executor: Db = database.db) 
     async delete(teamId: string): Promise<void> {
       // Its installations go with it: their satellites' documents change.
       await desiredStamps(database, db).ofTeam(teamId)
+      // Its memberships and servers go by cascade: what this instance keeps of them ends at the
+      // commit (the database's triggers tell the other instances).
+      const members = await db.select({ userId: t.teamMembers.userId }).from(t.teamMembers).where(eq(t.teamMembers.teamId, teamId))
       await db.delete(t.teams).where(eq(t.teams.id, teamId))
       told(topics.team(teamId))
+      for (const { userId } of members) memberChanged(teamId, userId)
+      told(topics.catalogue)
     },
 
     async setOwner(teamId: string, ownerId: string, now: Date): Promise<void> {

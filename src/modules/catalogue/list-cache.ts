@@ -1,30 +1,43 @@
-import { LRUCache } from 'lru-cache'
-import type { ServerRow } from '../../db/repositories/server-filters.js'
+import { KeptAnswers, keptAnswers } from '../../db/kept-answers.js'
+import type { CatalogueViewer, ServerRow } from '../../db/repositories/server-filters.js'
 import type { Page } from '../../db/repositories/servers.js'
+import { families, topics } from '../../db/topics.js'
+import type { Database } from '../../db/types.js'
 
-/** At most this many cached servers over all pages (about 2 KB each). */
-const MAX_ROWS = 5000
+/** At most this many pages kept (20 servers of about 2 KB each by default, 100 at most). */
+const MAX_PAGES = 250
+const MAX_AGE_MS = 60_000
+
+interface Kept {
+  page: Page<ServerRow>
+  topics: string[]
+}
 
 /**
- * Pages of the server list and of search results, reused while the catalogue and what the
- * viewer can see have not changed. The key holds the list stamp (the catalogue's revision, which
- * database triggers move in the transaction of every catalogue write, on any instance; and the
- * teams through which the viewer sees team servers) and the query. The stamp is read before the
- * page, so a page stored under a stamp is never older than it: a write that lands in between only
- * makes the entry fresher than its key, never stale.
+ * Pages of the server list and of search results, answered again while neither the catalogue nor
+ * what the viewer can see of it changed: kept answers (db/kept-answers.ts) ended by `catalogue`,
+ * which the database sends for every catalogue write, and, for a viewer who sees team servers
+ * through their teams, by `member:<id>` when those teams change. A global admin sees every server,
+ * so their pages are shared.
  *
- * A cached page is the same object on every hit, so the routes can keep its serialized answer
+ * A kept page is the same object on every hit, so the routes can keep its serialized answer
  * beside it (see `servers-routes.ts`).
  */
 export class ListCache {
-  private readonly pages = new LRUCache<string, Page<ServerRow>>({ maxSize: MAX_ROWS, sizeCalculation: (page) => page.rows.length + 1 })
+  private readonly kept: KeptAnswers<Kept>
 
-  async page(stamp: string, query: object, load: () => Promise<Page<ServerRow>>): Promise<Page<ServerRow>> {
-    const key = `${stamp}\n${JSON.stringify(query)}`
-    const cached = this.pages.get(key)
-    if (cached !== undefined) return cached
-    const page = await load()
-    this.pages.set(key, page)
-    return page
+  constructor(database: Database) {
+    this.kept = keptAnswers(database, 'catalogue-pages', () => new KeptAnswers<Kept>('catalogue-pages', database.changes, {
+      families: [topics.catalogue, families.member], topicsOf: (answer) => answer.topics, max: MAX_PAGES, maxAgeMs: MAX_AGE_MS,
+    }))
+  }
+
+  async page(viewer: CatalogueViewer, query: object, load: () => Promise<Page<ServerRow>>): Promise<Page<ServerRow>> {
+    const key = `${viewer.isGlobalAdmin ? 'admin' : viewer.userId}\n${JSON.stringify(query)}`
+    const answer = await this.kept.read(key, async () => ({
+      page: await load(),
+      topics: viewer.isGlobalAdmin ? [topics.catalogue] : [topics.catalogue, topics.member(viewer.userId)],
+    }))
+    return answer!.page
   }
 }

@@ -60,23 +60,24 @@ export class ServerService {
      * a version without its own runs); throws to refuse (an installed target removed).
      */
     afterEntryEdit?: (before: ServerRow, after: ServerRow, tx: Db) => Promise<void>
-  }) {}
-
-  private readonly listCache = new ListCache()
-
-  /** Served from the page cache while neither the catalogue nor the caller's team servers changed. */
-  async list(actor: CatalogueActor, filter: ServerFilter, sort: ServerSort, limit: number, offset: number): Promise<Page<ServerRow>> {
-    const { servers } = this.deps
-    const stamp = await servers.listStamp(actor)
-    return this.listCache.page(stamp, { list: sort, filter, limit, offset }, () => servers.list(actor, filter, sort, limit, offset))
+  }) {
+    this.listCache = new ListCache(deps.database)
   }
 
-  /** Cached like the list: by the words of the query, under the same stamp. */
+  private readonly listCache: ListCache
+
+  /** Answered again while neither the catalogue nor the caller's team servers changed (list-cache.ts). */
+  async list(actor: CatalogueActor, filter: ServerFilter, sort: ServerSort, limit: number, offset: number): Promise<Page<ServerRow>> {
+    const viewer = { userId: actor.userId, isGlobalAdmin: actor.isGlobalAdmin }
+    return this.listCache.page(viewer, { list: sort, filter, limit, offset }, () => this.deps.servers.list(viewer, filter, sort, limit, offset))
+  }
+
+  /** Kept like the list: by the words of the query. */
   async search(query: string, actor: CatalogueActor, filter: ServerFilter, limit: number, offset: number): Promise<Page<ServerRow>> {
     const words = searchTerms(query)
     if (words.length === 0) return { rows: [], total: 0 }
-    const stamp = await this.deps.servers.listStamp(actor)
-    return this.listCache.page(stamp, { search: words, filter, limit, offset }, () => this.deps.search.search(words, actor, filter, limit, offset))
+    const viewer = { userId: actor.userId, isGlobalAdmin: actor.isGlobalAdmin }
+    return this.listCache.page(viewer, { search: words, filter, limit, offset }, () => this.deps.search.search(words, viewer, filter, limit, offset))
   }
 
   /** By id or slug; 404 when unknown or not visible to the caller. */

@@ -1,5 +1,6 @@
 import type { ChangeFeed } from '../../db/changes.js'
-import { families } from '../../db/topics.js'
+import { KeptAnswers } from '../../db/kept-answers.js'
+import { families, topics } from '../../db/topics.js'
 import type { Clock } from '../../lib/clock.js'
 import { buildDocument, type BuildDeps, type BuiltDocument } from './documents.js'
 
@@ -14,6 +15,9 @@ export const MAX_HELD_PER_SATELLITE = 4
 /** While change notifications are down, a held request looks at the stamp this often instead. */
 const DOWN_RECHECK_MS = 1_000
 const TOPIC_PREFIX = families.satellite
+/** Documents given from memory: one per satellite, each checked against its stamp again after a minute at most. */
+const MAX_DOCUMENTS = 10_000
+const DOCUMENT_MAX_AGE_MS = 60_000
 
 export type Answer = { kind: 'document'; built: BuiltDocument } | { kind: 'unchanged'; etag: string } | { kind: 'gone' } | { kind: 'disabled' }
 
@@ -24,27 +28,26 @@ interface Hold { evicted: boolean; wake: (() => void) | undefined }
  * The satellites' desired-state documents: each built once per change and kept in memory, and the
  * long-polls that wait for one to change.
  *
- * A kept document is current exactly while the satellite's `desired_stamp` is, and every change
- * moves the stamp and sends a notification in its transaction. While notifications are received,
- * a kept document is served with no query at all until its satellite's notification comes (also a
- * change made on another instance); from then on it is no longer trusted, and the next request
- * compares the stamp (one indexed read): equal, it is trusted again (the notification was of a
- * change it already holds, such as this instance's own change coming back through the database),
- * different, it is built again. While notifications are not received (the listening connection
- * is down), nothing kept is trusted: the documents are dropped when the feed goes down, and each
- * request compares the stamp before using one. A build or a comparison that a notification
- * overtakes does not make a document trusted: each satellite has a generation that every
- * notification moves, and so does every change of the feed's state.
+ * A document is given from memory as a kept answer (db/kept-answers.ts), until its satellite's
+ * notification comes — every change moves the satellite's `desired_stamp` and notifies in its
+ * transaction, also on another instance — or, on SQLite, until anything in the database changed.
+ * Then the next request compares the stamp with the last build's (one indexed read): equal, that
+ * build is the answer again (the notification was of a change it already holds, such as this
+ * instance's own change coming back through the database); different, the document is built again.
  *
  * A build seals again only the secrets of instances that changed: an instance whose spec hash
  * (which covers its secret values) is the one of the document before, for the same public key,
  * keeps its sealed secrets.
  *
  * Held requests cost a timer and a callback each, never a database connection; one satellite
- * has at most MAX_HELD_PER_SATELLITE of them held here at once.
+ * has at most MAX_HELD_PER_SATELLITE of them held here at once. Each satellite has a generation
+ * that its notifications move (and so does every change of the feed's state), so that a change
+ * that came while a held request read its document wakes it rather than being missed.
  */
 export class DesiredStates {
-  private readonly kept = new Map<string, { built: BuiltDocument; trusted: boolean }>()
+  private readonly documents: KeptAnswers<{ satelliteId: string; built: BuiltDocument }>
+  /** The last build of each satellite: compared by stamp, and what the next build starts from. */
+  private readonly last = new Map<string, BuiltDocument>()
   private readonly previousSecrets = new Map<string, Map<string, { current: string[]; previous: string[] }>>()
   private readonly generations = new Map<string, number>()
   private feedGeneration = 0
@@ -55,15 +58,18 @@ export class DesiredStates {
   private readonly unsubscribe: Array<() => void>
 
   constructor(private readonly deps: BuildDeps & { feed: ChangeFeed; clock: Clock }) {
+    this.documents = new KeptAnswers('desired-states', deps.feed, {
+      families: [families.satellite], topicsOf: ({ satelliteId }) => [topics.satellite(satelliteId)], max: MAX_DOCUMENTS, maxAgeMs: DOCUMENT_MAX_AGE_MS,
+    })
     this.unsubscribe = [
       deps.feed.subscribe((topic) => {
         if (topic.startsWith(TOPIC_PREFIX)) this.changed(topic.slice(TOPIC_PREFIX.length))
       }),
       deps.feed.onStatus(() => {
         this.feedGeneration++
-        this.kept.clear()
         this.wakeAll()
       }),
+      () => this.documents.close(),
     ]
   }
 
@@ -99,29 +105,27 @@ export class DesiredStates {
 
   /** The current document (built, or kept while it is current); undefined when the satellite is gone. */
   async current(satelliteId: string): Promise<BuiltDocument | undefined> {
-    const { feed, channel } = this.deps
-    const kept = this.kept.get(satelliteId)
-    if (kept !== undefined && kept.trusted && feed.up) return kept.built
-    const generation = this.generationOf(satelliteId)
-    const feedGeneration = this.feedGeneration
-    // Trusted without a query from now on only if no notification came since the reading began.
-    const untouched = () => feed.up && generation === this.generationOf(satelliteId) && feedGeneration === this.feedGeneration
-    if (kept !== undefined) {
+    return (await this.documents.read(satelliteId, () => this.load(satelliteId)))?.built
+  }
+
+  private async load(satelliteId: string): Promise<{ satelliteId: string; built: BuiltDocument } | undefined> {
+    const { channel } = this.deps
+    const last = this.last.get(satelliteId)
+    if (last !== undefined) {
       const stamp = await channel.stamp(satelliteId)
       if (stamp === undefined) return this.forget(satelliteId)
-      if (stamp === kept.built.stamp) {
-        if (untouched() && this.kept.get(satelliteId) === kept) kept.trusted = true
-        return kept.built
-      }
+      if (stamp === last.stamp) return { satelliteId, built: last }
     }
     const satellite = await channel.satellite(satelliteId)
     if (satellite === undefined) return this.forget(satelliteId)
-    const built = await buildDocument(this.deps, satellite, kept?.built)
+    const built = await buildDocument(this.deps, satellite, last)
     // The instances left out read `failed` for their own teams; the document goes out regardless.
     await channel.recordUnresolved(satelliteId, built.stamp, built.placedInstallations, built.unresolved, new Date(this.deps.clock.now()))
     this.rememberSecrets(satelliteId, built)
-    this.keep(satelliteId, built, untouched())
-    return built
+    // Unless a build from a later stamp finished first.
+    const latest = this.last.get(satelliteId)
+    if (latest === undefined || latest.stamp <= built.stamp) this.last.set(satelliteId, built)
+    return { satelliteId, built }
   }
 
   /** How many requests are held now (metrics, tests). */
@@ -155,23 +159,15 @@ export class DesiredStates {
     this.previousSecrets.set(satelliteId, now)
   }
 
-  /** Keeps a build, unless one from a later stamp finished first. */
-  private keep(satelliteId: string, built: BuiltDocument, trusted: boolean): void {
-    const kept = this.kept.get(satelliteId)
-    if (kept === undefined || kept.built.stamp <= built.stamp) this.kept.set(satelliteId, { built, trusted })
-  }
-
   /** The satellite is gone: nothing of it is kept. */
   private forget(satelliteId: string): undefined {
-    this.kept.delete(satelliteId)
+    this.last.delete(satelliteId)
     this.previousSecrets.delete(satelliteId)
     return undefined
   }
 
   private changed(satelliteId: string): void {
     this.generations.set(satelliteId, this.generationOf(satelliteId) + 1)
-    const kept = this.kept.get(satelliteId)
-    if (kept !== undefined) kept.trusted = false
     const waiting = this.waiters.get(satelliteId)
     if (waiting !== undefined) for (const wake of [...waiting]) wake()
   }

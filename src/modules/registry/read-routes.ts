@@ -2,7 +2,6 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { policy } from '../../auth/policies.js'
 import { registryEntriesRepository } from '../../db/repositories/registry-entries.js'
-import { serversRepository } from '../../db/repositories/servers.js'
 import type { Database } from '../../db/types.js'
 import { SerializedAnswers } from '../../http/serializers.js'
 import type { BooleanSettingKey } from '../settings/definitions.js'
@@ -105,9 +104,6 @@ const notFound = (missing: Missing) => ({
   status: 404 as const,
 })
 
-/** Global servers only are listed, so the catalogue's revision alone stamps a page (the stamp of a viewer who sees no team server). */
-const EVERYONE = { userId: '', isGlobalAdmin: true }
-
 /** List answers, serialized and encoded once, beside the cached pages they were made from. */
 const answers = new SerializedAnswers<RegistryList>()
 
@@ -128,8 +124,7 @@ export const registryReadRoutes: FastifyPluginAsyncTypebox<{ publicUrl: string }
     let found = registries.get(database)
     if (found === undefined) {
       namespace ??= namespaceOf(publicUrl)
-      const servers = serversRepository(database)
-      found = new SubRegistry({ entries: registryEntriesRepository(database), namespace, revision: () => servers.listStamp(EVERYONE) })
+      found = new SubRegistry({ entries: registryEntriesRepository(database), namespace, database })
       registries.set(database, found)
     }
     return found

@@ -1,7 +1,9 @@
-import { LRUCache } from 'lru-cache'
+import { KeptAnswers, keptAnswers } from '../../db/kept-answers.js'
 import type { EntryPosition, RegistryEntriesRepository } from '../../db/repositories/registry-entries.js'
 import type { ServerRow } from '../../db/repositories/server-filters.js'
 import type { VersionRow } from '../../db/repositories/server-versions.js'
+import { topics } from '../../db/topics.js'
+import type { Database } from '../../db/types.js'
 import { errors } from '../../http/errors.js'
 import { storableText } from '../../http/validation.js'
 import { type ServerJson } from './server-json.js'
@@ -67,16 +69,14 @@ export function decodeCursor(cursor: string): EntryPosition {
   return { name: name as string, serverId: serverId as string, precedence: precedence as string }
 }
 
-/** At most this many cached items over all cached pages. */
-const MAX_CACHED_ITEMS = 5000
+/** At most this many pages kept (30 servers each by default, 100 at most), each for a minute at most. */
+const MAX_CACHED_PAGES = 200
+const MAX_AGE_MS = 60_000
 
 interface Deps {
   entries: RegistryEntriesRepository
-  /**
-   * The catalogue's revision (moved by database triggers in the transaction of every catalogue
-   * write, on any instance): cached pages are keyed by it, so none outlives a change.
-   */
-  revision: () => Promise<string>
+  /** Where the pages are kept: their answers end with every catalogue write (`catalogue`). */
+  database: Database
   /** The namespace of hand-made servers' names (PUBLIC_URL's host reversed). */
   namespace: string
 }
@@ -84,28 +84,24 @@ interface Deps {
 export class SubRegistry {
   private readonly entries: RegistryEntriesRepository
   private readonly namespace: string
-  private readonly revision: () => Promise<string>
   /**
-   * Pages by catalogue revision and query: registry clients read the same pages over and over
-   * (and mirrors poll them), while the catalogue changes rarely. The revision is read before the
-   * page, so a page is never older than its key. A hit is the same object, so the route can keep
-   * its serialized answer beside it.
+   * Pages by query, kept until the catalogue changes (db/kept-answers.ts): registry clients read
+   * the same pages over and over (and mirrors poll them), while the catalogue changes rarely. A
+   * hit is the same object, so the route can keep its serialized answer beside it.
    */
-  private readonly pages = new LRUCache<string, RegistryList>({ maxSize: MAX_CACHED_ITEMS, sizeCalculation: (page) => page.servers.length + 1 })
+  private readonly pages: KeptAnswers<RegistryList>
 
-  constructor({ entries, namespace, revision }: Deps) {
+  constructor({ entries, namespace, database }: Deps) {
     this.entries = entries
     this.namespace = namespace
-    this.revision = revision
+    this.pages = keptAnswers(database, 'registry-pages', () => new KeptAnswers<RegistryList>('registry-pages', database.changes, {
+      families: [topics.catalogue], topicsOf: () => [topics.catalogue], max: MAX_CACHED_PAGES, maxAgeMs: MAX_AGE_MS,
+    }))
   }
 
   async list(request: ListRequest): Promise<RegistryList> {
-    const key = `${await this.revision()}\n${JSON.stringify([request.cursor, request.limit, request.search, request.updatedSince, request.version, request.includeDeleted])}`
-    const cached = this.pages.get(key)
-    if (cached !== undefined) return cached
-    const page = await this.load(request)
-    this.pages.set(key, page)
-    return page
+    const key = JSON.stringify([request.cursor, request.limit, request.search, request.updatedSince, request.version, request.includeDeleted])
+    return (await this.pages.read(key, () => this.load(request)))!
   }
 
   private async load(request: ListRequest): Promise<RegistryList> {
