@@ -108,7 +108,7 @@ export class KeptAnswers<T> {
     const startedAt = this.now()
     const entry = this.entries.get(key)
     if (entry !== undefined) {
-      if (startedAt < entry.until && !this.isHeld(entry.topics)) {
+      if (this.valid(entry, startedAt)) {
         this.hits++
         return entry.answer
       }
@@ -120,6 +120,18 @@ export class KeptAnswers<T> {
     // `fresh` first: on SQLite it is what tells of a change made while the answer was read.
     if (answer !== undefined && this.feed.fresh() && generation === this.generation) this.keep(key, answer, startedAt)
     return answer
+  }
+
+  /**
+   * The kept answer for `key` when it may be given now, else undefined (nothing is read): for
+   * checks on every request that should not cost a promise.
+   */
+  peek(key: string): T | undefined {
+    if (!this.keepable || !this.feed.fresh()) return undefined
+    const entry = this.entries.get(key)
+    if (entry === undefined || !this.valid(entry, this.now())) return undefined
+    this.hits++
+    return entry.answer
   }
 
   stats(): KeptAnswersStats {
@@ -141,6 +153,10 @@ export class KeptAnswers<T> {
   private concerns(topic: string): boolean {
     for (const family of this.options.families ?? []) if (topic.startsWith(family)) return true
     return false
+  }
+
+  private valid(entry: Entry<T>, now: number): boolean {
+    return now < entry.until && !this.isHeld(entry.topics)
   }
 
   private isHeld(topics: readonly string[]): boolean {

@@ -5,7 +5,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { DEFAULT_PASSWORD, login, registerAndLogin } from '../helpers/accounts.js'
 import { createTestContext, type TestContext } from '../helpers/app.js'
 import { manualClock, type ManualClock } from '../helpers/clock.js'
-import { SETTINGS_REVALIDATE_MS } from '../../src/modules/settings/service.js'
 import { DIALECTS } from '../helpers/database.js'
 import { bearer, issueTokens, revoke } from '../helpers/oauth.js'
 import { createToken, heartbeat, pair } from '../helpers/satellites.js'
@@ -178,15 +177,12 @@ describe.each(DIALECTS)('credential checks after a change, on %s', (dialect) => 
     try {
       const refused = (response: { statusCode: number; json(): { code?: string } }) => response.statusCode === 403 && response.json().code === 'LOGIN_DISABLED'
       expect(refused(await me(a, { cookie }))).toBe(true)
-      // SQLite hears no other process: settings are looked at again every few seconds there.
-      if (dialect === 'sqlite') clock.advance(SETTINGS_REVALIDATE_MS)
       expect(refused(await onOther(() => me(b, { cookie }), refused))).toBe(true)
       expect(refused(await me(b, bearer(tokens.access_token)))).toBe(true)
       expect((await me(b, { cookie: admin.cookie })).statusCode).toBe(200)
     } finally {
       expect((await setLogin(true)).statusCode).toBe(200)
     }
-    if (dialect === 'sqlite') clock.advance(SETTINGS_REVALIDATE_MS)
     expect((await onOther(() => me(b, { cookie }), statusOf(200))).statusCode).toBe(200)
   })
 

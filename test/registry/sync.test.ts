@@ -6,7 +6,6 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import type { ResolvedAddress } from '../../src/lib/outbound-fetch.js'
 import { OFFICIAL_META, SERVER_SCHEMA_URL } from '../../src/modules/registry/server-json.js'
 import { SYNC_LEASE_MS, UPSTREAM_URL_SETTING } from '../../src/modules/registry/sync.js'
-import { SETTINGS_REVALIDATE_MS } from '../../src/modules/settings/service.js'
 import { createTestContext, type TestContext } from '../helpers/app.js'
 import { manualClock, type ManualClock } from '../helpers/clock.js'
 import { DIALECTS } from '../helpers/database.js'
@@ -159,9 +158,8 @@ describe.each(DIALECTS)('sync from an upstream registry on %s', (dialect) => {
     const { db, t } = app.services.database
     await db.update(t.settings).set({ value: JSON.stringify(url), setAt: new Date(clock.now()) }).where(eq(t.settings.key, UPSTREAM_URL_SETTING))
     await db.update(t.settingsRevision).set({ revision: sql`${t.settingsRevision.revision} + 1` })
-    // Written past the settings service: without change notifications (SQLite) each instance sees
-    // it at its next revalidation; with them (PostgreSQL) once the database's notification arrives.
-    clock.advance(SETTINGS_REVALIDATE_MS + 1)
+    // Written past the settings service: each instance sees it at its next read on SQLite (the
+    // file's change stamp), once the database's notification arrives on PostgreSQL.
     for (const instance of [app, strict]) {
       await until(async () => (await instance.services.settings.value(UPSTREAM_URL_SETTING)) === url, { what: 'the forced upstream URL' })
     }

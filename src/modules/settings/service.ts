@@ -1,6 +1,7 @@
 import type { Config } from '../../config.js'
 import type { SettingRow, SettingsRepository } from '../../db/repositories/settings.js'
 import { topics } from '../../db/topics.js'
+import { KeptAnswers } from '../../db/kept-answers.js'
 import type { ChangeFeed, Db } from '../../db/types.js'
 import { errors, type FieldProblem } from '../../http/errors.js'
 import type { Clock } from '../../lib/clock.js'
@@ -20,15 +21,8 @@ import { environmentSeeds, type SettingChange } from './environment-seeds.js'
 
 export type { SettingChange }
 
-/**
- * How stale a cached value may be while change notifications are not received (always on SQLite,
- * where another process on the file is not heard; on PostgreSQL while the listening connection is
- * down). Another instance's change is seen within this bound plus one query (the API promises
- * 5 s); this instance's own changes are seen at once. While notifications are received, the
- * cache is trusted until one says the settings changed, so a change on any instance (the login
- * switch included) counts everywhere as soon as it is delivered, and reading costs no query.
- */
-export const SETTINGS_REVALIDATE_MS = 2000
+/** The longest the settings are given from memory before their revision is compared again. */
+const SETTINGS_MAX_AGE_MS = 60_000
 
 export interface SettingView {
   key: string
@@ -51,12 +45,18 @@ interface CachedValue {
   row: SettingRow
 }
 
+/** Every setting as read at one revision of the table. */
+interface Loaded {
+  values: ReadonlyMap<string, CachedValue>
+  revision: number
+}
+
 interface Deps {
   repository: SettingsRepository
   box: SecretBox
   clock: Clock
   config: Config
-  /** Change notifications (absent for a command-line tool, which only writes). */
+  /** Change notifications (absent for a command-line tool, which only writes: it then reads the table each time). */
   feed?: ChangeFeed
   definitions?: Readonly<Record<string, SettingDefinition>>
   groups?: readonly SettingGroup[]
@@ -78,17 +78,18 @@ export class SettingsService {
   private readonly box: SecretBox
   private readonly clock: Clock
   private readonly config: Config
-  private values = new Map<string, CachedValue>()
-  private revision = -1
-  private checkedAt = Number.NEGATIVE_INFINITY
-  private revalidating: Promise<void> | null = null
   private readonly checks = new Map<string, SettingCheck>()
   private readonly reactions = new Map<string, SettingReaction[]>()
-  private readonly feed: ChangeFeed | undefined
-  /** Whether the cache is current until a notification says otherwise. */
-  private trusted = false
-  /** Moved by every notification of a change and of the feed's state. */
-  private generation = 0
+  /**
+   * The settings as a kept answer (db/kept-answers.ts): given from memory until a notification
+   * says they changed (`settings`, sent by the database for every write, on any instance), or on
+   * SQLite until anything changed; then their revision is compared, and the rows read again only
+   * when it moved.
+   */
+  private readonly kept: KeptAnswers<Loaded> | undefined
+  /** The last settings read: what a revision is compared with, and what views show. */
+  private last: Loaded = { values: new Map(), revision: -1 }
+  private loading: Promise<Loaded> | null = null
 
   constructor({ repository, box, clock, config, feed, definitions = CORE_SETTINGS, groups = CORE_GROUPS }: Deps) {
     this.repository = repository
@@ -97,16 +98,9 @@ export class SettingsService {
     this.config = config
     this.definitions = new Map(Object.entries(definitions))
     this.groups = groups
-    this.feed = feed
-    const distrust = () => {
-      this.generation++
-      this.trusted = false
-      this.checkedAt = Number.NEGATIVE_INFINITY
-    }
-    feed?.subscribe((topic) => {
-      if (topic === topics.settings) distrust()
+    this.kept = feed === undefined ? undefined : new KeptAnswers<Loaded>('settings', feed, {
+      families: [topics.settings], topicsOf: () => [topics.settings], max: 1, maxAgeMs: SETTINGS_MAX_AGE_MS, now: () => clock.now(),
     })
-    feed?.onStatus(distrust)
   }
 
   /** Seeds every definition (never overwriting), applies the environment seeds, fills the cache. */
@@ -157,8 +151,7 @@ export class SettingsService {
 
   /** Untyped read, for keys contributed at run time (plugins). */
   async value(key: string): Promise<SettingPrimitive> {
-    await this.revalidate()
-    const entry = this.values.get(key)
+    const entry = (await this.current()).values.get(key)
     if (entry === undefined) throw errors.notFound(`Setting ${key}`)
     return entry.value
   }
@@ -168,8 +161,7 @@ export class SettingsService {
    * undefined: for checks on every request that should not cost a promise (two-factor/gate.ts).
    */
   peek(key: string): SettingPrimitive | undefined {
-    const current = (this.trusted && this.feed?.up === true) || this.clock.now() - this.checkedAt < SETTINGS_REVALIDATE_MS
-    return current ? this.values.get(key)?.value : undefined
+    return this.kept?.peek('settings')?.values.get(key)?.value
   }
 
   /**
@@ -177,18 +169,17 @@ export class SettingsService {
    * answers the default, so a feature needing it acts as not configured.
    */
   async readable(key: string): Promise<boolean> {
-    await this.revalidate()
-    return this.values.get(key)?.readable ?? true
+    return (await this.current()).values.get(key)?.readable ?? true
   }
 
   /** The keys `readable` is false for, as of the last load. */
   unreadable(): string[] {
-    return [...this.values].filter(([, entry]) => !entry.readable).map(([key]) => key)
+    return [...this.last.values].filter(([, entry]) => !entry.readable).map(([key]) => key)
   }
 
   async list(): Promise<SettingView[]> {
-    await this.revalidate()
-    return [...this.definitions].map(([key, definition]) => this.view(key, definition))
+    const { values } = await this.current()
+    return [...this.definitions].map(([key, definition]) => this.view(key, definition, values))
   }
 
   /** Validates every change, then writes them all in one transaction, with `alongside` (an audit event) in it. */
@@ -227,13 +218,13 @@ export class SettingsService {
         }
       }
     })
-    await this.reload()
+    const { values } = await this.reload()
     for (const then of afterwards) await then()
-    return changes.map(({ key }) => this.view(key, this.definitions.get(key)!))
+    return changes.map(({ key }) => this.view(key, this.definitions.get(key)!, values))
   }
 
-  private view(key: string, definition: SettingDefinition): SettingView {
-    const entry = this.values.get(key)
+  private view(key: string, definition: SettingDefinition, values: Loaded['values']): SettingView {
+    const entry = values.get(key)
     const value = entry?.value ?? defaultValue(definition, this.config)
     const readable = entry?.readable ?? true
     return {
@@ -251,28 +242,15 @@ export class SettingsService {
     }
   }
 
-  private async revalidate(): Promise<void> {
-    if (this.trusted && this.feed?.up === true) return
-    if (this.clock.now() - this.checkedAt < SETTINGS_REVALIDATE_MS) return
-    this.revalidating ??= (async () => {
-      // Trusted afterwards only if no notification came while reading.
-      const generation = this.generation
-      const up = this.feed?.up === true
-      try {
-        const revision = await this.repository.revision()
-        if (revision !== this.revision) await this.reload()
-        else this.checkedAt = this.clock.now()
-        this.trusted = up && generation === this.generation
-        // A change announced while reading may not be in what was read: look again at the next read.
-        if (generation !== this.generation) this.checkedAt = Number.NEGATIVE_INFINITY
-      } finally {
-        this.revalidating = null
-      }
-    })()
-    await this.revalidating
+  /** The settings now: kept, or compared by revision with the last read (and read again when it moved). */
+  private async current(): Promise<Loaded> {
+    const load = async (): Promise<Loaded> => ((await this.repository.revision()) === this.last.revision ? this.last : this.reload())
+    if (this.kept === undefined) return load()
+    // Concurrent first reads share one load.
+    return (await this.kept.read('settings', () => (this.loading ??= load().finally(() => (this.loading = null)))))!
   }
 
-  private async reload(): Promise<void> {
+  private async reload(): Promise<Loaded> {
     const revision = await this.repository.revision()
     const rows = await this.repository.all()
     const values = new Map<string, CachedValue>()
@@ -285,9 +263,8 @@ export class SettingsService {
       const value = valueProblem(definition, decoded.value) === null ? decoded.value : defaultValue(definition, this.config)
       values.set(row.key, { ...decoded, value, row })
     }
-    this.values = values
-    this.revision = revision
-    this.checkedAt = this.clock.now()
+    this.last = { values, revision }
+    return this.last
   }
 
   private encode(definition: SettingDefinition, value: SettingPrimitive): string {
