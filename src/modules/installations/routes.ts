@@ -11,7 +11,7 @@ import {
   LogsEnvelope, MyListQuery, MyValuesEnvelope, TeamParams, ToolsEnvelope, UpdateInstallationBody, ValuesBody,
   ApproveToolsBody, ToolPolicyBody, ToolPolicyEnvelope,
 } from './schemas.js'
-import type { InstallationActor, InstallationList } from './service.js'
+import type { InstallationActor, InstallationList } from './installation-reads.js'
 import { CLIENT_CONFIG_FILE_NAMES, clientConfigDocument, wantsDownload } from './client-config.js'
 import { SerializedAnswers } from '../../http/serializers.js'
 
@@ -78,7 +78,7 @@ export const installationRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
   }, async (request) => {
     const { limit = 20, offset = 0 } = request.query
-    const page = await installations().list(request.params.teamId, actorOf(request), limit, offset)
+    const page = await installations().reads.list(request.params.teamId, actorOf(request), limit, offset)
     return { success: true as const, data: { installations: page.views, pagination: paginate(page.total, limit, offset) } }
   })
 
@@ -99,7 +99,7 @@ export const installationRoutes: FastifyPluginAsyncTypebox = async (app) => {
       params: TeamParams, body: CreateInstallationBody, response: { 201: InstallationEnvelope },
     },
   }, async (request, reply) => {
-    const installation = await installations().create(request.params.teamId, request.body, actorOf(request))
+    const installation = await installations().writes.create(request.params.teamId, request.body, actorOf(request))
     return reply.code(201).send({ success: true as const, message: 'Installation created.', data: { installation } })
   })
 
@@ -111,7 +111,7 @@ export const installationRoutes: FastifyPluginAsyncTypebox = async (app) => {
       params: InstallationParams, response: { 200: InstallationEnvelope },
     },
   }, async (request) => {
-    return { success: true as const, data: { installation: await installations().get(request.params.teamId, request.params.id, actorOf(request)) } }
+    return { success: true as const, data: { installation: await installations().reads.get(request.params.teamId, request.params.id, actorOf(request)) } }
   })
 
   app.patch('/api/teams/:teamId/mcp/installations/:id', {
@@ -127,7 +127,7 @@ export const installationRoutes: FastifyPluginAsyncTypebox = async (app) => {
       params: InstallationParams, body: UpdateInstallationBody, response: { 200: InstallationEnvelope },
     },
   }, async (request) => {
-    const installation = await installations().update(request.params.teamId, request.params.id, request.body, actorOf(request))
+    const installation = await installations().writes.update(request.params.teamId, request.params.id, request.body, actorOf(request))
     return { success: true as const, message: 'Installation updated.', data: { installation } }
   })
 
@@ -139,7 +139,7 @@ export const installationRoutes: FastifyPluginAsyncTypebox = async (app) => {
       params: InstallationParams, body: ValuesBody, response: { 200: InstallationEnvelope },
     },
   }, async (request) => {
-    const installation = await installations().setValues(request.params.teamId, request.params.id, request.body.values, actorOf(request))
+    const installation = await installations().values.setValues(request.params.teamId, request.params.id, request.body.values, actorOf(request))
     return { success: true as const, message: 'Values saved.', data: { installation } }
   })
 
@@ -151,7 +151,7 @@ export const installationRoutes: FastifyPluginAsyncTypebox = async (app) => {
       params: InstallationParams, response: { 200: MyValuesEnvelope },
     },
   }, async (request) => {
-    return { success: true as const, data: { values: await installations().myValues(request.params.teamId, request.params.id, actorOf(request)) } }
+    return { success: true as const, data: { values: await installations().reads.myValues(request.params.teamId, request.params.id, actorOf(request)) } }
   })
 
   app.put('/api/teams/:teamId/mcp/installations/:id/my-values', {
@@ -162,7 +162,7 @@ export const installationRoutes: FastifyPluginAsyncTypebox = async (app) => {
       params: InstallationParams, body: ValuesBody, response: { 200: MyValuesEnvelope },
     },
   }, async (request) => {
-    const values = await installations().setMyValues(request.params.teamId, request.params.id, request.body.values, actorOf(request))
+    const values = await installations().values.setMyValues(request.params.teamId, request.params.id, request.body.values, actorOf(request))
     return { success: true as const, message: 'Your values were saved.', data: { values } }
   })
 
@@ -174,7 +174,7 @@ export const installationRoutes: FastifyPluginAsyncTypebox = async (app) => {
       params: InstallationParams, response: { 200: InstallationEnvelope },
     },
   }, async (request) => {
-    const installation = await installations().restart(request.params.teamId, request.params.id, actorOf(request))
+    const installation = await installations().writes.restart(request.params.teamId, request.params.id, actorOf(request))
     return { success: true as const, message: 'Restart requested.', data: { installation } }
   })
 
@@ -186,7 +186,7 @@ export const installationRoutes: FastifyPluginAsyncTypebox = async (app) => {
       params: InstallationParams, response: { 200: Done },
     },
   }, async (request) => {
-    await installations().delete(request.params.teamId, request.params.id, actorOf(request))
+    await installations().writes.delete(request.params.teamId, request.params.id, actorOf(request))
     return { success: true as const, message: 'Installation deleted.' }
   })
 
@@ -254,7 +254,7 @@ export const installationRoutes: FastifyPluginAsyncTypebox = async (app) => {
     const caller = userCaller(request)
     const role = caller.role === 'global_admin' ? 'global_admin' : await app.services.teams.roleOf(caller.userId, teamId)
     const admin = role !== null && roleHas(role, 'team.installations.manage')
-    const page = await installations().logs(teamId, id, actorOf(request), admin, limit, offset)
+    const page = await installations().reads.logs(teamId, id, actorOf(request), admin, limit, offset)
     return {
       success: true as const,
       data: {
@@ -274,7 +274,7 @@ export const installationRoutes: FastifyPluginAsyncTypebox = async (app) => {
   }, async (request, reply) => {
     const { limit = 20, offset = 0 } = request.query
     const teamId = teamWithinReach(userCaller(request), request.query.team_id)
-    const page = await installations().listMine(actorOf(request), teamId, limit, offset)
+    const page = await installations().reads.listMine(actorOf(request), teamId, limit, offset)
     // A list answered again (SQLite) is the same object: its bytes are serialized once.
     return myLists.send(reply, page, () => ({ success: true as const, data: { installations: page.views, pagination: paginate(page.total, limit, offset) } }))
   })
@@ -299,7 +299,7 @@ export const installationRoutes: FastifyPluginAsyncTypebox = async (app) => {
   }, async (request, reply) => {
     const { format = 'mcpServers', download } = request.query
     const teamId = teamWithinReach(userCaller(request), request.query.team_id)
-    const document = clientConfigDocument(format, await installations().clientConfig(actorOf(request), teamId))
+    const document = clientConfigDocument(format, await installations().reads.clientConfig(actorOf(request), teamId))
     if (!wantsDownload(download)) return { success: true as const, data: document }
     // The response schema serializes either shape: a bare document matches only its own branch.
     return reply.header('content-disposition', `attachment; filename="${CLIENT_CONFIG_FILE_NAMES[format]}"`).send(document)
