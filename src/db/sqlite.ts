@@ -133,6 +133,7 @@ export function openSqlite(path: string, onQuery?: QueryTimer): Database {
   return {
     dialect: 'sqlite',
     db,
+    // The same rows as PostgreSQL's tables, which schema/agreement.ts holds tsc to.
     t: schema as unknown as Tables,
     changes,
     async transaction(fn) {
