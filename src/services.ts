@@ -50,7 +50,7 @@ import { SatelliteService } from './modules/satellites/service.js'
 import { KeyChange } from './modules/satellites/key-change.js'
 import { KeyChangeChallenges } from './modules/satellites/key-change-challenge.js'
 import { CatalogueFollower } from './modules/installations/catalogue-follower.js'
-import { InstallationService } from './modules/installations/service.js'
+import { createInstallationService, type InstallationService } from './modules/installations/service.js'
 import { installationValueBox } from './modules/installations/sealed-values.js'
 import { Channel } from './modules/channel/service.js'
 import { channelRepository } from './db/repositories/channel.js'
@@ -271,7 +271,7 @@ export async function createServices(database: Database, { config, clock, log, l
   const governanceDeps: GovernanceDeps = {
     database, installations: installationsRepository(database), teams, channel: channelRepository(database), approvals: toolApprovalsRepository(database), stamps, audit, clock,
   }
-  const installations = new InstallationService({
+  const installations = createInstallationService({
     database, installations: installationsRepository(database), servers, versions: serverVersionsRepository(database),
     satellites: satellitesRepository(database), teams, stamps, channel: channelRepository(database), box: valueBox, audit, clock,
     oauth: { probe: (url) => discovery.probe(url), canonical: canonicalResource }, endConnections: endingsLater,
@@ -284,8 +284,8 @@ export async function createServices(database: Database, { config, clock, log, l
   })
   // What may run on global satellites follows the settings at once (a write by the command-line
   // tool, which has no installations service, is caught up at each global satellite's next heartbeat).
-  settings.onWrite('global.team_servers_on_global_satellites', (value, tx) => installations.teamServersSettingWritten(value === true, tx))
-  settings.onWrite('global.team_quota_per_global_satellite', async () => () => installations.placeAllWaiting())
+  settings.onWrite('global.team_servers_on_global_satellites', (value, tx) => installations.moves.teamServersSettingWritten(value === true, tx))
+  settings.onWrite('global.team_quota_per_global_satellite', async () => () => installations.moves.placeAllWaiting())
   const toolGovernance = new ToolGovernance(governanceDeps)
   const channel = new Channel({
     onTools: (tx, installationId, store) => toolGovernance.reported(tx, installationId, store),

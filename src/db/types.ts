@@ -5,9 +5,10 @@ export type Dialect = 'sqlite' | 'postgresql'
 
 /**
  * The tables, typed once. Both schema folders export the same names with the same row types
- * (SQLite columns use `timestamp_ms` and `boolean` modes), so repositories are written once
- * against this shape; at run time each dialect's own table objects and query builder are used,
- * and the shared test suite runs every repository on both.
+ * (SQLite columns use `timestamp_ms` and `boolean` modes; schema/agreement.ts fails the build
+ * where they part), so repositories are written once against this shape; at run time each
+ * dialect's own table objects and query builder are used, and the shared test suite runs every
+ * repository on both.
  */
 export type Tables = typeof pgSchema
 

@@ -17,3 +17,15 @@ export async function currentUser(request: FastifyRequest, users: Pick<UsersRepo
   if (user === undefined) throw errors.unauthorized()
   return user
 }
+
+/** Who acts through a request, and from where (for the audit trail). */
+export interface RequestActor {
+  userId: string
+  isGlobalAdmin: boolean
+  ip: string
+}
+
+/** The calling user as the actor of a request; `caller` when the route found the user otherwise (a page's session). */
+export function requestActor(request: FastifyRequest, caller: Pick<UserCaller, 'userId' | 'role'> = userCaller(request)): RequestActor {
+  return { userId: caller.userId, isGlobalAdmin: caller.role === 'global_admin', ip: request.ip }
+}

@@ -1,5 +1,6 @@
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { InstanceDocument as Instance } from '../../src/formats/desired-state.js'
 import { createTestContext, type TestContext } from '../helpers/app.js'
 import { DIALECTS } from '../helpers/database.js'
 import { keyPair, unseal, type PrivateKey } from '../helpers/hpke.js'
@@ -12,21 +13,6 @@ const SECRET = 'wk-live-desired-0a1b2c3d4e5f'
 /** Installations of the race test, each with two secrets to seal. */
 const RACE_INSTALLATIONS = 12
 const PERSONAL = 'ghp-own-desired-9f8e7d6c'
-
-interface Instance {
-  instance_id: string
-  installation_id: string
-  team_id: string
-  user_id: string | null
-  name: string
-  endpoint_path: string
-  desired: string
-  spec_hash: string
-  restart_generation: number
-  launch: Record<string, unknown> & { kind: string; env?: Record<string, string>; package_args?: unknown[] }
-  secrets: Array<{ target: string; sealed: string }>
-  disabled_tools: string[]
-}
 
 /**
  * The desired-state document through the HTTP API: what a satellite is told to run, sealed

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { policy } from '../../auth/policies.js'
-import { catalogueActor } from './actor.js'
+import { requestActor } from '../../http/current-user.js'
 import { CategoriesEnvelope, CategoryEnvelope, CategoryParams, CreateCategoryBody, Done, UpdateCategoryBody } from './schemas.js'
 import { categoryView } from './views.js'
 
@@ -18,7 +18,7 @@ export const categoryRoutes: FastifyPluginAsyncTypebox = async (app) => {
       response: { 200: CategoriesEnvelope },
     },
   }, async (request) => {
-    const list = await categories().list(catalogueActor(request))
+    const list = await categories().list(requestActor(request))
     return { success: true as const, data: { categories: list.map(categoryView) } }
   })
 
@@ -30,7 +30,7 @@ export const categoryRoutes: FastifyPluginAsyncTypebox = async (app) => {
       body: CreateCategoryBody, response: { 201: CategoryEnvelope },
     },
   }, async (request, reply) => {
-    const category = await categories().create(request.body, catalogueActor(request))
+    const category = await categories().create(request.body, requestActor(request))
     return reply.code(201).send({ success: true as const, message: 'Category created.', data: { category: categoryView(category) } })
   })
 
@@ -42,7 +42,7 @@ export const categoryRoutes: FastifyPluginAsyncTypebox = async (app) => {
       params: CategoryParams, body: UpdateCategoryBody, response: { 200: CategoryEnvelope },
     },
   }, async (request) => {
-    const category = await categories().update(request.params.id, request.body, catalogueActor(request))
+    const category = await categories().update(request.params.id, request.body, requestActor(request))
     return { success: true as const, message: 'Category updated.', data: { category: categoryView(category) } }
   })
 
@@ -54,7 +54,7 @@ export const categoryRoutes: FastifyPluginAsyncTypebox = async (app) => {
       params: CategoryParams, response: { 200: Done },
     },
   }, async (request) => {
-    const moved = await categories().delete(request.params.id, catalogueActor(request))
+    const moved = await categories().delete(request.params.id, requestActor(request))
     return { success: true as const, message: `Category deleted; ${moved} server${moved === 1 ? '' : 's'} uncategorized.` }
   })
 }

@@ -5,7 +5,7 @@ import type { ServerFilter, ServerRow } from '../../db/repositories/server-filte
 import type { Page } from '../../db/repositories/servers.js'
 import { paginate } from '../../http/envelope.js'
 import { SerializedAnswers } from '../../http/serializers.js'
-import { catalogueActor } from './actor.js'
+import { requestActor } from '../../http/current-user.js'
 import { CreateServerBody, Done, ServerEnvelope, ServerListQuery, ServerPage, ServerParams, ServerSearchQuery, TeamParams, TeamServerParams, UpdateServerBody } from './schemas.js'
 import { GLOBAL_OWNER, teamOwner } from './servers.js'
 import { serverView } from './views.js'
@@ -83,7 +83,7 @@ export const serverRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
   }, async (request, reply) => {
     const { limit = 20, offset = 0, sort = 'name' } = request.query
-    return sendPage(reply, await servers().list(catalogueActor(request), filterOf(request.query), sort, limit, offset), limit, offset)
+    return sendPage(reply, await servers().list(requestActor(request), filterOf(request.query), sort, limit, offset), limit, offset)
   })
 
   app.get('/api/mcp/servers/search', {
@@ -100,7 +100,7 @@ export const serverRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
   }, async (request, reply) => {
     const { q, limit = 20, offset = 0 } = request.query
-    return sendPage(reply, await servers().search(q, catalogueActor(request), filterOf(request.query), limit, offset), limit, offset)
+    return sendPage(reply, await servers().search(q, requestActor(request), filterOf(request.query), limit, offset), limit, offset)
   })
 
   app.get('/api/mcp/servers/:id', {
@@ -111,7 +111,7 @@ export const serverRoutes: FastifyPluginAsyncTypebox = async (app) => {
       params: ServerParams, response: { 200: ServerEnvelope },
     },
   }, async (request) => {
-    return { success: true as const, data: { server: serverView(await servers().get(request.params.id, catalogueActor(request))) } }
+    return { success: true as const, data: { server: serverView(await servers().get(request.params.id, requestActor(request))) } }
   })
 
   app.post('/api/mcp/servers/global', {
@@ -122,7 +122,7 @@ export const serverRoutes: FastifyPluginAsyncTypebox = async (app) => {
       body: CreateServerBody, response: { 201: ServerEnvelope },
     },
   }, async (request, reply) => {
-    const server = await servers().create(GLOBAL_OWNER, request.body, catalogueActor(request))
+    const server = await servers().create(GLOBAL_OWNER, request.body, requestActor(request))
     return reply.code(201).send({ success: true as const, message: 'Server created.', data: { server: serverView(server) } })
   })
 
@@ -134,7 +134,7 @@ export const serverRoutes: FastifyPluginAsyncTypebox = async (app) => {
       params: ServerParams, body: UpdateServerBody, response: { 200: ServerEnvelope },
     },
   }, async (request) => {
-    const server = await servers().update(GLOBAL_OWNER, request.params.id, request.body, catalogueActor(request))
+    const server = await servers().update(GLOBAL_OWNER, request.params.id, request.body, requestActor(request))
     return { success: true as const, message: 'Server updated.', data: { server: serverView(server) } }
   })
 
@@ -142,7 +142,7 @@ export const serverRoutes: FastifyPluginAsyncTypebox = async (app) => {
     config: { auth: manage },
     schema: { tags, summary: 'Delete a global server and its versions', params: ServerParams, response: { 200: Done } },
   }, async (request) => {
-    await servers().delete(GLOBAL_OWNER, request.params.id, catalogueActor(request))
+    await servers().delete(GLOBAL_OWNER, request.params.id, requestActor(request))
     return { success: true as const, message: 'Server deleted.' }
   })
 
@@ -154,7 +154,7 @@ export const serverRoutes: FastifyPluginAsyncTypebox = async (app) => {
       params: TeamParams, body: CreateServerBody, response: { 201: ServerEnvelope },
     },
   }, async (request, reply) => {
-    const server = await servers().create(teamOwner(request.params.teamId), request.body, catalogueActor(request))
+    const server = await servers().create(teamOwner(request.params.teamId), request.body, requestActor(request))
     return reply.code(201).send({ success: true as const, message: 'Server created.', data: { server: serverView(server) } })
   })
 
@@ -166,7 +166,7 @@ export const serverRoutes: FastifyPluginAsyncTypebox = async (app) => {
       params: TeamServerParams, body: UpdateServerBody, response: { 200: ServerEnvelope },
     },
   }, async (request) => {
-    const server = await servers().update(teamOwner(request.params.teamId), request.params.id, request.body, catalogueActor(request))
+    const server = await servers().update(teamOwner(request.params.teamId), request.params.id, request.body, requestActor(request))
     return { success: true as const, message: 'Server updated.', data: { server: serverView(server) } }
   })
 
@@ -178,7 +178,7 @@ export const serverRoutes: FastifyPluginAsyncTypebox = async (app) => {
       params: TeamServerParams, response: { 200: Done },
     },
   }, async (request) => {
-    await servers().delete(teamOwner(request.params.teamId), request.params.id, catalogueActor(request))
+    await servers().delete(teamOwner(request.params.teamId), request.params.id, requestActor(request))
     return { success: true as const, message: 'Server deleted.' }
   })
 }

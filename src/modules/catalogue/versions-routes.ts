@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { policy } from '../../auth/policies.js'
 import { paginate } from '../../http/envelope.js'
-import { catalogueActor } from './actor.js'
+import { requestActor } from '../../http/current-user.js'
 import { CreateVersionBody, ServerParams, TeamServerParams, TeamVersionParams, UpdateVersionBody, VersionEnvelope, VersionListQuery, VersionPage, VersionParams } from './schemas.js'
 import { ENTRY_RULES_TEXT } from './servers-routes.js'
 import { teamOwner } from './servers.js'
@@ -35,7 +35,7 @@ export const versionRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
   }, async (request) => {
     const { limit = 20, offset = 0 } = request.query
-    const page = await versions().list(request.params.id, catalogueActor(request), limit, offset)
+    const page = await versions().list(request.params.id, requestActor(request), limit, offset)
     return { success: true as const, data: { versions: page.rows.map(versionView), pagination: paginate(page.total, limit, offset) } }
   })
 
@@ -47,7 +47,7 @@ export const versionRoutes: FastifyPluginAsyncTypebox = async (app) => {
       params: ServerParams, body: CreateVersionBody, response: { 201: VersionEnvelope },
     },
   }, async (request, reply) => {
-    const version = await versions().create(request.params.id, request.body, catalogueActor(request))
+    const version = await versions().create(request.params.id, request.body, requestActor(request))
     return reply.code(201).send({ success: true as const, message: 'Version created.', data: { version: versionView(version) } })
   })
 
@@ -59,7 +59,7 @@ export const versionRoutes: FastifyPluginAsyncTypebox = async (app) => {
       params: VersionParams, body: UpdateVersionBody, response: { 200: VersionEnvelope },
     },
   }, async (request) => {
-    const version = await versions().update(request.params.id, request.params.versionId, request.body, catalogueActor(request))
+    const version = await versions().update(request.params.id, request.params.versionId, request.body, requestActor(request))
     return { success: true as const, message: 'Version updated.', data: { version: versionView(version) } }
   })
 
@@ -72,7 +72,7 @@ export const versionRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
   }, async (request, reply) => {
     const { teamId, id } = request.params
-    const version = await versions().create(id, request.body, catalogueActor(request), teamOwner(teamId))
+    const version = await versions().create(id, request.body, requestActor(request), teamOwner(teamId))
     return reply.code(201).send({ success: true as const, message: 'Version created.', data: { version: versionView(version) } })
   })
 
@@ -85,7 +85,7 @@ export const versionRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
   }, async (request) => {
     const { teamId, id, versionId } = request.params
-    const version = await versions().update(id, versionId, request.body, catalogueActor(request), teamOwner(teamId))
+    const version = await versions().update(id, versionId, request.body, requestActor(request), teamOwner(teamId))
     return { success: true as const, message: 'Version updated.', data: { version: versionView(version) } }
   })
 }

@@ -2,7 +2,7 @@ import { createHash, createHmac } from 'node:crypto'
 import type { ChannelRepository, PlacedInstallation, UnresolvedRecord } from '../../db/repositories/channel.js'
 import type { ValueRow } from '../../db/repositories/installations.js'
 import { inputSourceOf } from '../installations/inputs.js'
-import { resolveLaunch, type Launch, type SecretPlacement } from '../installations/launch.js'
+import { resolveLaunch, type SecretPlacement } from '../installations/launch.js'
 import type { ValueBox } from '../installations/sealed-values.js'
 import { sealerFor } from '../satellites/sealing.js'
 import { keyFingerprint } from '../satellites/fingerprint.js'
@@ -10,48 +10,17 @@ import { usableOn } from '../installations/own-values.js'
 import { bearerOf, maskedValuesOf, withRotating } from '../installations/rotating.js'
 import { LiveConnections, oauthInputsOf, type ConnectionSource } from './live-connections.js'
 import type { ReportedTool } from '../../formats/satellite-reports.js'
+import type { DesiredDocument, InstanceDocument, SealedSecret } from '../../formats/desired-state.js'
 import { effectiveDisabled } from '../installations/tool-governance.js'
 
 /**
- * A satellite's desired-state document: every instance it must run, complete. Built from the
- * database (the installations placed on the satellite, their versions, values and teams), with
+ * A satellite's desired-state document (its schema: formats/desired-state.ts): every instance it
+ * must run, complete. Built from the database (the installations placed on the satellite, their versions, values and teams), with
  * secret values decrypted only here and sealed at once to the satellite's public key.
  */
 
 /** How often a satellite is told to come back when it does not hold its request open. */
 export const POLL_INTERVAL_SECONDS = 30
-
-export interface InstanceDocument {
-  instance_id: string
-  installation_id: string
-  team_id: string
-  user_id: string | null
-  name: string
-  endpoint_path: string
-  desired: 'running' | 'stopped'
-  network: 'full' | 'none'
-  spec_hash: string
-  restart_generation: number
-  launch: Launch
-  secrets: SealedSecret[]
-  disabled_tools: string[]
-  allowed_tools: string[] | null
-  pin_tools: boolean
-  pinned_tools: Array<{ name: string; hash: string }>
-}
-
-/** A secret sealed for the satellite; `rotating` ones are renewed in place (see rotating.ts). */
-export interface SealedSecret {
-  target: string
-  sealed: string
-  rotating?: true
-}
-
-export interface DesiredDocument {
-  revision: string
-  poll_interval_seconds: number
-  instances: InstanceDocument[]
-}
 
 /** What the backend keeps of an instance besides the document: to accept reports and mask logs. */
 export interface InstanceFacts {

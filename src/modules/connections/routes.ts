@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
 import { Type } from 'typebox'
 import { policy } from '../../auth/policies.js'
-import { userCaller } from '../../http/current-user.js'
+import { requestActor, userCaller } from '../../http/current-user.js'
 import { teamWithinReach } from '../../http/team-reach.js'
 import { OkMessage } from '../../http/envelope.js'
 import { sendPage } from '../../http/pages.js'
@@ -23,9 +23,10 @@ const memberRead = policy.dual('mcp:read', { teamPermission: 'team.installations
 const admin = policy.session({ permission: 'settings.edit' })
 const CALLBACK_HINT = 'Go back to the installation and connect again.'
 
+/** The actor of a request, with the session a connect flow is bound to. */
 const actorOf = (request: FastifyRequest) => {
   const caller = userCaller(request)
-  return { userId: caller.userId, isGlobalAdmin: caller.role === 'global_admin', ip: request.ip, sessionId: caller.credentialId }
+  return { ...requestActor(request, caller), sessionId: caller.credentialId }
 }
 
 /** Connections: the platform signed in, for a member or the team, at a remote MCP server's authorization server. */

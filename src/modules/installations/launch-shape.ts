@@ -1,31 +1,10 @@
+import type { Launch } from '../../formats/desired-state.js'
+
 /**
  * The shape of what a satellite is asked to run for one instance (launch.ts builds it; the
- * runtime rules and the desired-state document read it).
+ * runtime rules and the desired-state document read it). The launch itself is the document's
+ * (formats/desired-state.ts); the secret values beside it are in the clear, to be sealed.
  */
-
-/** An argv entry: a word, or the slot of a secret value (from `secrets`). */
-export type LaunchArg = string | { secret: string }
-
-export interface PackageLaunch {
-  kind: 'package'
-  registry_type: string
-  identifier: string
-  version: string | null
-  runtime_hint: string | null
-  runtime_args: LaunchArg[]
-  package_args: LaunchArg[]
-  env: Record<string, string>
-  transport: { type: string; url?: string; headers?: Record<string, string> }
-}
-
-export interface RemoteLaunch {
-  kind: 'remote'
-  url: string
-  transport: string
-  headers: Record<string, string>
-}
-
-export type Launch = PackageLaunch | RemoteLaunch
 
 /** A secret value and where it goes (`env:X`, `arg:k`, `header:Y`, `urlvar:n`). */
 export interface SecretPlacement {

@@ -1,7 +1,8 @@
 import type { InstallationInput, InstallationTarget } from '../../formats/installation-inputs.js'
 import type { Visibility } from '../../formats/package-rules.js'
 import { entriesOf, packagesOf, placeholdersOf, remotesOf, type Entries, type InputSource } from './inputs.js'
-import type { Launch, LaunchArg, PackageLaunch, ResolvedLaunch, SecretPlacement } from './launch-shape.js'
+import type { LaunchArg, PackageLaunch } from '../../formats/desired-state.js'
+import type { ResolvedLaunch, SecretPlacement } from './launch-shape.js'
 import { launchRuleProblem } from './target-rules.js'
 
 /**
@@ -17,7 +18,7 @@ type Json = Record<string, unknown>
 const isObject = (value: unknown): value is Json => value !== null && typeof value === 'object' && !Array.isArray(value)
 const textOf = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined)
 
-export type { Launch, LaunchArg, PackageLaunch, RemoteLaunch, ResolvedLaunch, SecretPlacement } from './launch-shape.js'
+export type { ResolvedLaunch, SecretPlacement } from './launch-shape.js'
 
 /**
  * A launch, or why there is none: the target is no longer in the version (its entry changed), or

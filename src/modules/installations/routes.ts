@@ -1,9 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { FastifyRequest } from 'fastify'
 import { roleHas } from '../../auth/permissions.js'
 import { policy } from '../../auth/policies.js'
 import { teamWithinReach } from '../../http/team-reach.js'
-import { userCaller } from '../../http/current-user.js'
+import { requestActor, userCaller } from '../../http/current-user.js'
 import { paginate } from '../../http/envelope.js'
 import { errors } from '../../http/errors.js'
 import {
@@ -11,7 +10,7 @@ import {
   LogsEnvelope, MyListQuery, MyValuesEnvelope, TeamParams, ToolsEnvelope, UpdateInstallationBody, ValuesBody,
   ApproveToolsBody, ToolPolicyBody, ToolPolicyEnvelope,
 } from './schemas.js'
-import type { InstallationActor, InstallationList } from './service.js'
+import type { InstallationList } from './installation-reads.js'
 import { CLIENT_CONFIG_FILE_NAMES, clientConfigDocument, wantsDownload } from './client-config.js'
 import { SerializedAnswers } from '../../http/serializers.js'
 
@@ -22,11 +21,6 @@ const read = policy.dual('mcp:read', { teamPermission: 'team.installations.view'
 const manage = policy.session({ teamPermission: 'team.installations.manage' })
 /** A member's own values: any member, by session only. */
 const ownValues = policy.session({ teamPermission: 'team.installations.view' })
-
-const actorOf = (request: FastifyRequest): InstallationActor => {
-  const caller = userCaller(request)
-  return { userId: caller.userId, isGlobalAdmin: caller.role === 'global_admin', ip: request.ip }
-}
 
 const SECRETS_TEXT = 'Secret values are write-only: no answer shows one again (`is_set` says whether it is set), and no log line or audit event holds one.'
 const VIEW_TEXT = [
@@ -79,7 +73,7 @@ export const installationRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
   }, async (request, reply) => {
     const { limit = 20, offset = 0 } = request.query
-    const page = await installations().list(request.params.teamId, actorOf(request), limit, offset)
+    const page = await installations().reads.list(request.params.teamId, requestActor(request), limit, offset)
     return lists.send(reply, page, () => ({ success: true as const, data: { installations: page.views, pagination: paginate(page.total, limit, offset) } }))
   })
 
@@ -100,7 +94,7 @@ export const installationRoutes: FastifyPluginAsyncTypebox = async (app) => {
       params: TeamParams, body: CreateInstallationBody, response: { 201: InstallationEnvelope },
     },
   }, async (request, reply) => {
-    const installation = await installations().create(request.params.teamId, request.body, actorOf(request))
+    const installation = await installations().writes.create(request.params.teamId, request.body, requestActor(request))
     return reply.code(201).send({ success: true as const, message: 'Installation created.', data: { installation } })
   })
 
@@ -112,7 +106,7 @@ export const installationRoutes: FastifyPluginAsyncTypebox = async (app) => {
       params: InstallationParams, response: { 200: InstallationEnvelope },
     },
   }, async (request) => {
-    return { success: true as const, data: { installation: await installations().get(request.params.teamId, request.params.id, actorOf(request)) } }
+    return { success: true as const, data: { installation: await installations().reads.get(request.params.teamId, request.params.id, requestActor(request)) } }
   })
 
   app.patch('/api/teams/:teamId/mcp/installations/:id', {
@@ -128,7 +122,7 @@ export const installationRoutes: FastifyPluginAsyncTypebox = async (app) => {
       params: InstallationParams, body: UpdateInstallationBody, response: { 200: InstallationEnvelope },
     },
   }, async (request) => {
-    const installation = await installations().update(request.params.teamId, request.params.id, request.body, actorOf(request))
+    const installation = await installations().writes.update(request.params.teamId, request.params.id, request.body, requestActor(request))
     return { success: true as const, message: 'Installation updated.', data: { installation } }
   })
 
@@ -140,7 +134,7 @@ export const installationRoutes: FastifyPluginAsyncTypebox = async (app) => {
       params: InstallationParams, body: ValuesBody, response: { 200: InstallationEnvelope },
     },
   }, async (request) => {
-    const installation = await installations().setValues(request.params.teamId, request.params.id, request.body.values, actorOf(request))
+    const installation = await installations().values.setValues(request.params.teamId, request.params.id, request.body.values, requestActor(request))
     return { success: true as const, message: 'Values saved.', data: { installation } }
   })
 
@@ -152,7 +146,7 @@ export const installationRoutes: FastifyPluginAsyncTypebox = async (app) => {
       params: InstallationParams, response: { 200: MyValuesEnvelope },
     },
   }, async (request) => {
-    return { success: true as const, data: { values: await installations().myValues(request.params.teamId, request.params.id, actorOf(request)) } }
+    return { success: true as const, data: { values: await installations().reads.myValues(request.params.teamId, request.params.id, requestActor(request)) } }
   })
 
   app.put('/api/teams/:teamId/mcp/installations/:id/my-values', {
@@ -163,7 +157,7 @@ export const installationRoutes: FastifyPluginAsyncTypebox = async (app) => {
       params: InstallationParams, body: ValuesBody, response: { 200: MyValuesEnvelope },
     },
   }, async (request) => {
-    const values = await installations().setMyValues(request.params.teamId, request.params.id, request.body.values, actorOf(request))
+    const values = await installations().values.setMyValues(request.params.teamId, request.params.id, request.body.values, requestActor(request))
     return { success: true as const, message: 'Your values were saved.', data: { values } }
   })
 
@@ -175,7 +169,7 @@ export const installationRoutes: FastifyPluginAsyncTypebox = async (app) => {
       params: InstallationParams, response: { 200: InstallationEnvelope },
     },
   }, async (request) => {
-    const installation = await installations().restart(request.params.teamId, request.params.id, actorOf(request))
+    const installation = await installations().writes.restart(request.params.teamId, request.params.id, requestActor(request))
     return { success: true as const, message: 'Restart requested.', data: { installation } }
   })
 
@@ -187,7 +181,7 @@ export const installationRoutes: FastifyPluginAsyncTypebox = async (app) => {
       params: InstallationParams, response: { 200: Done },
     },
   }, async (request) => {
-    await installations().delete(request.params.teamId, request.params.id, actorOf(request))
+    await installations().writes.delete(request.params.teamId, request.params.id, requestActor(request))
     return { success: true as const, message: 'Installation deleted.' }
   })
 
@@ -221,7 +215,7 @@ export const installationRoutes: FastifyPluginAsyncTypebox = async (app) => {
       params: InstallationParams, body: ToolPolicyBody, response: { 200: ToolPolicyEnvelope },
     },
   }, async (request) => {
-    const policy = await app.services.toolGovernance.setPolicy(request.params.teamId, request.params.id, request.body, actorOf(request))
+    const policy = await app.services.toolGovernance.setPolicy(request.params.teamId, request.params.id, request.body, requestActor(request))
     return { success: true as const, data: { policy } }
   })
 
@@ -238,7 +232,7 @@ export const installationRoutes: FastifyPluginAsyncTypebox = async (app) => {
       params: InstallationParams, body: ApproveToolsBody, response: { 200: ToolsEnvelope },
     },
   }, async (request) => {
-    const tools = await app.services.toolGovernance.approve(request.params.teamId, request.params.id, request.body.tools, actorOf(request))
+    const tools = await app.services.toolGovernance.approve(request.params.teamId, request.params.id, request.body.tools, requestActor(request))
     return { success: true as const, data: { tools } }
   })
 
@@ -255,7 +249,7 @@ export const installationRoutes: FastifyPluginAsyncTypebox = async (app) => {
     const caller = userCaller(request)
     const role = caller.role === 'global_admin' ? 'global_admin' : await app.services.teams.roleOf(caller.userId, teamId)
     const admin = role !== null && roleHas(role, 'team.installations.manage')
-    const page = await installations().logs(teamId, id, actorOf(request), admin, limit, offset)
+    const page = await installations().reads.logs(teamId, id, requestActor(request), admin, limit, offset)
     return {
       success: true as const,
       data: {
@@ -275,7 +269,7 @@ export const installationRoutes: FastifyPluginAsyncTypebox = async (app) => {
   }, async (request, reply) => {
     const { limit = 20, offset = 0 } = request.query
     const teamId = teamWithinReach(userCaller(request), request.query.team_id)
-    const page = await installations().listMine(actorOf(request), teamId, limit, offset)
+    const page = await installations().reads.listMine(requestActor(request), teamId, limit, offset)
     return lists.send(reply, page, () => ({ success: true as const, data: { installations: page.views, pagination: paginate(page.total, limit, offset) } }))
   })
 
@@ -299,7 +293,7 @@ export const installationRoutes: FastifyPluginAsyncTypebox = async (app) => {
   }, async (request, reply) => {
     const { format = 'mcpServers', download } = request.query
     const teamId = teamWithinReach(userCaller(request), request.query.team_id)
-    const document = clientConfigDocument(format, await installations().clientConfig(actorOf(request), teamId))
+    const document = clientConfigDocument(format, await installations().reads.clientConfig(requestActor(request), teamId))
     if (!wantsDownload(download)) return { success: true as const, data: document }
     // The response schema serializes either shape: a bare document matches only its own branch.
     return reply.header('content-disposition', `attachment; filename="${CLIENT_CONFIG_FILE_NAMES[format]}"`).send(document)

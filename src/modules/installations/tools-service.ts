@@ -9,7 +9,7 @@ import { definitionOf, type ToolDefinition } from '../../formats/tool-definition
 import { errors } from '../../http/errors.js'
 import type { Clock } from '../../lib/clock.js'
 import type { AuditLog } from '../audit/service.js'
-import type { InstallationActor } from './service.js'
+import type { InstallationActor } from './installation-reads.js'
 import { hashOf, heldOf, newlyHeld, refusedByPolicy, sameHeld, stateOf, type Approval, type HeldTool, type ToolState } from './tool-governance.js'
 import { lockedInstallation, teamTransaction } from './team-writes.js'
 

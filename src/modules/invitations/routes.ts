@@ -1,8 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { policy } from '../../auth/policies.js'
-import { currentUser } from '../../http/current-user.js'
+import { currentUser, requestActor } from '../../http/current-user.js'
 import { paginate } from '../../http/envelope.js'
-import { teamActor } from '../teams/actor.js'
 import { teamView } from '../teams/view.js'
 import {
   AcceptedEnvelope, CreatedEnvelope, CreateInvitationBody, Done, InvitationParams, InvitationsEnvelope, InvitationsQuery,
@@ -32,7 +31,7 @@ export const invitationRoutes: FastifyPluginAsyncTypebox = async (app) => {
       params: TeamParams, body: CreateInvitationBody, response: { 201: CreatedEnvelope },
     },
   }, async (request, reply) => {
-    const created = await invitations().create(request.params.teamId, request.body, teamActor(request), request.id)
+    const created = await invitations().create(request.params.teamId, request.body, requestActor(request), request.id)
     return reply.code(201).send({
       success: true as const,
       message: created.mailSent ? 'Invitation created and mailed.' : 'Invitation created; no mail was sent: pass the link on yourself.',
@@ -63,7 +62,7 @@ export const invitationRoutes: FastifyPluginAsyncTypebox = async (app) => {
       params: InvitationParams, response: { 200: Done },
     },
   }, async (request) => {
-    await invitations().revoke(request.params.teamId, request.params.id, teamActor(request))
+    await invitations().revoke(request.params.teamId, request.params.id, requestActor(request))
     return { success: true as const, message: 'Invitation revoked.' }
   })
 
@@ -92,7 +91,7 @@ export const invitationRoutes: FastifyPluginAsyncTypebox = async (app) => {
   }, async (request) => {
     const user = await currentUser(request, app.services.users)
     const { teamId } = await invitations().accept(request.params.token, user, request.ip)
-    const actor = teamActor(request)
+    const actor = requestActor(request)
     return { success: true as const, message: 'Invitation accepted.', data: { team: teamView(await app.services.teamService.get(teamId, actor), actor.userId) } }
   })
 }

@@ -3,12 +3,12 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import { Type } from 'typebox'
 import { policy } from '../../auth/policies.js'
 import { optionalSession, type SessionCaller } from '../../auth/sessions.js'
+import { requestActor } from '../../http/current-user.js'
 import { AppError, errors } from '../../http/errors.js'
 import { sendPage } from '../../http/pages.js'
 import type { FormTokens } from '../auth/form-tokens.js'
 import { ACCOUNT_PAGES, SIGN_IN_LINK } from '../auth/page-links.js'
 import type { Notice } from '../auth/pages.js'
-import type { TeamActor } from '../teams/service.js'
 import { assertMayAct, CROSS_SITE, CsrfToken, FORM_EXPIRED, Page, PageForms, SeeOther, staleForm } from './page-forms.js'
 import { TEAM_INVITATIONS_PAGE, teamInvitationsPage, type ManagedTeam, type TeamInvitationsView } from './pages.js'
 
@@ -25,7 +25,6 @@ const LISTED = 100
  */
 export const teamPageRoutes: FastifyPluginAsyncTypebox<{ forms: PageForms; tokens: FormTokens }> = async (app, { forms, tokens }) => {
   const services = () => app.services
-  const actorOf = (session: SessionCaller, request: FastifyRequest): TeamActor => ({ userId: session.userId, isGlobalAdmin: session.role === 'global_admin', ip: request.ip })
 
   async function managedTeams(userId: string): Promise<ManagedTeam[]> {
     const teams = (await services().teamService.forUser(userId)).filter((team) => team.role === 'team_admin' && !team.isDefault)
@@ -97,7 +96,7 @@ export const teamPageRoutes: FastifyPluginAsyncTypebox<{ forms: PageForms; token
     const { team_id: teamId, email, role } = request.body
     try {
       await assertManages(session, teamId)
-      const created = await services().invitations.create(teamId, { email, role }, actorOf(session, request), request.id)
+      const created = await services().invitations.create(teamId, { email, role }, requestActor(request, session), request.id)
       const shown = { email: created.row.email, acceptUrl: created.acceptUrl, mailSent: created.mailSent }
       return sendPage(reply, 200, await render(request, reply, session, { created: shown }))
     } catch (error) {
@@ -122,7 +121,7 @@ export const teamPageRoutes: FastifyPluginAsyncTypebox<{ forms: PageForms; token
     const { team_id: teamId, invitation_id: id } = request.body
     try {
       await assertManages(session, teamId)
-      await services().invitations.revoke(teamId, id, actorOf(session, request))
+      await services().invitations.revoke(teamId, id, requestActor(request, session))
     } catch (error) {
       if (!(error instanceof AppError)) throw error
       return forms.refuseWithPage(request, reply, error, () => render(request, reply, session, { notice: { tone: 'error', text: error.message } }))

@@ -3,7 +3,7 @@ import { Type } from 'typebox'
 import { policy } from '../../auth/policies.js'
 import { Nullable, Ok } from '../../http/envelope.js'
 import { errors } from '../../http/errors.js'
-import { catalogueActor } from '../catalogue/actor.js'
+import { requestActor } from '../../http/current-user.js'
 import { ServerParams } from '../catalogue/schemas.js'
 import { documentsOf, SERVER_SCHEMA_URL, type ServerJson } from './server-json.js'
 
@@ -162,7 +162,7 @@ export const registryImportRoutes: FastifyPluginAsyncTypebox = async (app) => {
   }, async (request) => {
     const documents = documentsOf(request.body)
     if (documents.length > MAX_IMPORT_DOCUMENTS) throw tooMany(documents.length)
-    const actor = catalogueActor(request)
+    const actor = requestActor(request)
     const { results, counts } = await app.services.registryImporter.importAll(documents, { userId: actor.userId, ip: actor.ip })
     return { success: true as const, data: { results, counts } }
   })
@@ -182,7 +182,7 @@ export const registryImportRoutes: FastifyPluginAsyncTypebox = async (app) => {
       response: { 200: ServerJsonAnswer },
     },
   }, async (request, reply) => {
-    const document = await app.services.serverJsonExporter.document(request.params.id, catalogueActor(request))
+    const document = await app.services.serverJsonExporter.document(request.params.id, requestActor(request))
     // As the exporter made it: the response schema above documents the format, it does not filter it.
     return reply.type('application/json; charset=utf-8').serializer(JSON.stringify).send(document)
   })

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { policy } from '../../auth/policies.js'
 import { Nullable, Ok } from '../../http/envelope.js'
-import { catalogueActor } from '../catalogue/actor.js'
+import { requestActor } from '../../http/current-user.js'
 import { SYNC_MAX_PAGES, SYNC_PAGE_SIZE, UPSTREAM_URL_SETTING } from './sync.js'
 
 const tags = ['MCP Catalogue']
@@ -38,7 +38,7 @@ export const registrySyncRoutes: FastifyPluginAsyncTypebox = async (app) => {
       response: { 200: SyncResult },
     },
   }, async (request) => {
-    const { userId, ip } = catalogueActor(request)
+    const { userId, ip } = requestActor(request)
     const outcome = await app.services.registrySync.run({ userId, ip })
     const { created, updated, unchanged, invalid } = outcome.counts
     const pages = `${outcome.pages} page${outcome.pages === 1 ? '' : 's'}`

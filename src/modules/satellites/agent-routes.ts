@@ -36,7 +36,7 @@ export const satelliteAgentRoutes: FastifyPluginAsyncTypebox = async (app) => {
   }, async (request, reply) => {
     const { satellite, apiKey } = await satellites().register(callerOf(request, 'registration'), request.body, request.ip)
     // Registered again without isolation, a global satellite gives up team servers before it reads a document.
-    await app.services.installations.releaseFrom(satellite)
+    await app.services.installations.moves.releaseFrom(satellite)
     const view = satelliteView(satellite, satellites().silentSince())
     return reply.code(201).send({
       success: true as const,
@@ -61,7 +61,7 @@ export const satelliteAgentRoutes: FastifyPluginAsyncTypebox = async (app) => {
     callerOf(request, 'satellite')
     const row = await satellites().heartbeat(request.params.id, request.body)
     // An online satellite takes the installations waiting for one (a global one reporting no isolation first gives up team servers).
-    await app.services.installations.placeWaiting(row)
+    await app.services.installations.moves.placeWaiting(row)
     const view = satelliteView(row, satellites().silentSince())
     return {
       success: true as const,

@@ -64,7 +64,7 @@ export const satelliteRoutes: FastifyPluginAsyncTypebox = async (app) => {
   }, async (request) => {
     const row = await satellites().setStatus(request.params.id, request.body.status, satelliteActor(request))
     // A disabled satellite's installations go to another one (or wait for one).
-    if (request.body.status === 'disabled') await app.services.installations.releaseSatellite(row.id)
+    if (request.body.status === 'disabled') await app.services.installations.moves.releaseSatellite(row.id)
     return { success: true as const, message: request.body.status === 'disabled' ? 'Satellite disabled.' : 'Satellite enabled.', data: one(row) }
   })
 
@@ -78,7 +78,7 @@ export const satelliteRoutes: FastifyPluginAsyncTypebox = async (app) => {
   }, async (request) => {
     await satellites().delete(request.params.id, satelliteActor(request))
     // Its installations were unplaced with it: they go to another satellite (or wait for one).
-    await app.services.installations.placeAllWaiting()
+    await app.services.installations.moves.placeAllWaiting()
     return { success: true as const, message: 'Satellite deleted.' }
   })
 }

@@ -1,7 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
 import { policy } from '../../auth/policies.js'
-import { memberViewer, teamActor } from './actor.js'
+import { requestActor } from '../../http/current-user.js'
+import { memberViewer } from './member-viewer.js'
 import { AddMemberBody, Done, MemberParams, MembersEnvelope, OwnerBody, RoleBody, TeamEnvelope, TeamParams } from './schemas.js'
 import { memberView, teamView, type MemberViewer } from './view.js'
 
@@ -14,7 +15,7 @@ export const teamMemberRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const teams = () => app.services.teamService
   /** The members as the list answers them (owner marked, addresses as `viewer` may see them). */
   const membersOf = async (request: FastifyRequest, teamId: string, viewer: MemberViewer = memberViewer(request)) => {
-    const team = await teams().get(teamId, teamActor(request))
+    const team = await teams().get(teamId, requestActor(request))
     return (await teams().members(team.id)).map((member) => memberView(member, team.ownerId, viewer))
   }
 
@@ -36,7 +37,7 @@ export const teamMemberRoutes: FastifyPluginAsyncTypebox = async (app) => {
       params: TeamParams, body: AddMemberBody, response: { 201: MembersEnvelope },
     },
   }, async (request, reply) => {
-    const added = await teams().addMember(request.params.id, request.body.login, request.body.role, teamActor(request))
+    const added = await teams().addMember(request.params.id, request.body.login, request.body.role, requestActor(request))
     const viewer = { ...memberViewer(request), ...(added.byEmail ? { typedEmailOf: added.userId } : {}) }
     return reply.code(201).send({ success: true as const, message: 'Member added.', data: { members: await membersOf(request, request.params.id, viewer) } })
   })
@@ -49,7 +50,7 @@ export const teamMemberRoutes: FastifyPluginAsyncTypebox = async (app) => {
       params: MemberParams, body: RoleBody, response: { 200: Done },
     },
   }, async (request) => {
-    await teams().changeRole(request.params.id, request.params.userId, request.body.role, teamActor(request))
+    await teams().changeRole(request.params.id, request.params.userId, request.body.role, requestActor(request))
     return { success: true as const, message: 'Role changed.' }
   })
 
@@ -62,7 +63,7 @@ export const teamMemberRoutes: FastifyPluginAsyncTypebox = async (app) => {
       params: MemberParams, response: { 200: Done },
     },
   }, async (request) => {
-    await teams().removeMember(request.params.id, request.params.userId, teamActor(request))
+    await teams().removeMember(request.params.id, request.params.userId, requestActor(request))
     return { success: true as const, message: 'Member removed.' }
   })
 
@@ -74,7 +75,7 @@ export const teamMemberRoutes: FastifyPluginAsyncTypebox = async (app) => {
       params: TeamParams, body: OwnerBody, response: { 200: TeamEnvelope },
     },
   }, async (request) => {
-    const actor = teamActor(request)
+    const actor = requestActor(request)
     const team = await teams().transferOwnership(request.params.id, request.body.user_id, actor)
     return { success: true as const, message: 'Ownership transferred.', data: { team: teamView(team, actor.userId) } }
   })

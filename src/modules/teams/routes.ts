@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyRequest } from 'fastify'
 import { policy } from '../../auth/policies.js'
 import { assertTeamInReach, boundTeam } from '../../http/team-reach.js'
-import { userCaller } from '../../http/current-user.js'
-import { teamActor } from './actor.js'
+import { requestActor, userCaller } from '../../http/current-user.js'
 import { CreateTeamBody, Done, TeamEnvelope, TeamParams, TeamsEnvelope, UpdateTeamBody } from './schemas.js'
 import { teamView } from './view.js'
 
@@ -23,7 +23,7 @@ export const teamRoutes: FastifyPluginAsyncTypebox = async (app) => {
       response: { 200: TeamEnvelope },
     },
   }, async (request) => {
-    const actor = teamActor(request)
+    const actor = requestActor(request)
     const caller = userCaller(request)
     // The credential lookup carried the default team: no second query.
     const team = await teams().defaultOf(actor.userId, caller.defaultTeam)
@@ -39,8 +39,8 @@ export const teamRoutes: FastifyPluginAsyncTypebox = async (app) => {
       response: { 200: TeamsEnvelope },
     },
   }
-  const mine = async (request: Parameters<typeof teamActor>[0]) => {
-    const actor = teamActor(request)
+  const mine = async (request: FastifyRequest) => {
+    const actor = requestActor(request)
     const bound = boundTeam(userCaller(request))
     // The token's team is all it reaches, so it is all its list shows.
     const list = (await teams().forUser(actor.userId)).filter((team) => bound === null || team.id === bound)
@@ -57,7 +57,7 @@ export const teamRoutes: FastifyPluginAsyncTypebox = async (app) => {
       body: CreateTeamBody, response: { 201: TeamEnvelope },
     },
   }, async (request, reply) => {
-    const actor = teamActor(request)
+    const actor = requestActor(request)
     const team = await teams().create(actor, request.body)
     return reply.code(201).send({ success: true as const, message: 'Team created.', data: { team: teamView(team, actor.userId) } })
   })
@@ -66,7 +66,7 @@ export const teamRoutes: FastifyPluginAsyncTypebox = async (app) => {
     config: { auth: policy.dual('teams:read', { teamPermission: 'team.view' }) },
     schema: { tags, summary: 'A team the caller belongs to (404 for non-members)', description: BOUND_TEXT, params: TeamParams, response: { 200: TeamEnvelope } },
   }, async (request) => {
-    const actor = teamActor(request)
+    const actor = requestActor(request)
     return { success: true as const, data: { team: teamView(await teams().get(request.params.id, actor), actor.userId) } }
   })
 
@@ -78,7 +78,7 @@ export const teamRoutes: FastifyPluginAsyncTypebox = async (app) => {
       params: TeamParams, body: UpdateTeamBody, response: { 200: TeamEnvelope },
     },
   }, async (request) => {
-    const actor = teamActor(request)
+    const actor = requestActor(request)
     const team = await teams().update(request.params.id, request.body, actor)
     return { success: true as const, message: 'Team updated.', data: { team: teamView(team, actor.userId) } }
   })
@@ -91,7 +91,7 @@ export const teamRoutes: FastifyPluginAsyncTypebox = async (app) => {
       params: TeamParams, response: { 200: Done },
     },
   }, async (request) => {
-    await teams().delete(request.params.id, teamActor(request))
+    await teams().delete(request.params.id, requestActor(request))
     return { success: true as const, message: 'Team deleted.' }
   })
 }

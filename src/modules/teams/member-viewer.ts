@@ -1,13 +1,7 @@
 import type { FastifyRequest } from 'fastify'
 import { userCaller } from '../../http/current-user.js'
 import { roleHas } from '../../auth/permissions.js'
-import type { TeamActor } from './service.js'
 import type { MemberViewer } from './view.js'
-
-export function teamActor(request: FastifyRequest): TeamActor {
-  const caller = userCaller(request)
-  return { userId: caller.userId, isGlobalAdmin: caller.role === 'global_admin', ip: request.ip }
-}
 
 /** Who reads a member list: members' addresses are theirs, or a user administrator's (users.view). */
 export function memberViewer(request: FastifyRequest): MemberViewer {
