@@ -1,6 +1,6 @@
 import { sql, type SQL } from 'drizzle-orm'
 import { newIds } from '../ids.js'
-import type { Database } from '../types.js'
+import type { Database, Db } from '../types.js'
 
 export type ToolCallOutcome = Database['t']['toolCalls']['$inferSelect']['outcome']
 
@@ -83,9 +83,9 @@ const ADD_TO_HOUR = sql.raw(`do update set calls = tool_call_hours.calls + exclu
  * (`taken` answers a row). The same batch posted twice at once: the second insert of the id waits
  * for the first statement to commit, finds its row, and the statement writes nothing.
  */
-export async function ingestPostgres(database: Database, batch: CallBatch): Promise<boolean> {
+export async function ingestPostgres(executor: Db, batch: CallBatch): Promise<boolean> {
   const rows = batchRows(batch)
-  const result = await database.db.execute<{ taken: number }>(sql`with taken as (
+  const result = await executor.execute<{ taken: number }>(sql`with taken as (
       insert into tool_call_batches (satellite_id, batch_id, received_at) values (${batch.satelliteId}, ${batch.batchId}, ${batch.receivedAt.toISOString()}::timestamptz)
       on conflict do nothing returning 1
     ), raw as (

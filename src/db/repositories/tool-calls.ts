@@ -45,7 +45,7 @@ export function toolCallsRepository(database: Database, executor: Db = database.
      * Answers false for a duplicate, which changes nothing.
      */
     async ingest(batch: CallBatch): Promise<boolean> {
-      return database.dialect === 'postgresql' ? ingestPostgres(database, batch) : ingestSqlite(database, batch)
+      return database.dialect === 'postgresql' ? ingestPostgres(db, batch) : ingestSqlite(database, batch)
     },
 
     /**
