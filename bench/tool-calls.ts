@@ -4,9 +4,11 @@ import type { AddressInfo } from 'node:net'
 import { cpus, loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { FastifyInstance, InjectOptions } from 'fastify'
+import pg from 'pg'
 import { buildApp } from '../src/app.js'
 import { loadConfig } from '../src/config.js'
 import { createTestDatabase, type TestDialect } from '../test/helpers/database.js'
+import { cpuMicros } from './harness.js'
 
 /**
  * `npm run bench:tool-calls`: tool-call ingestion and usage reads, on SQLite (a file) and on
@@ -21,7 +23,9 @@ import { createTestDatabase, type TestDialect } from '../test/helpers/database.j
  * 2. Usage: `GET /api/teams/:teamId/mcp/usage?group_by=tool` over those 30 days, as a team admin
  *    (every member's calls) and as a member (their own), BENCH_TOOL_CALLS_READS times each.
  *
- * Reported: p50/p99/max in ms of each, and the rows the hourly table holds. Figures, not assertions.
+ * Reported: p50/p99/max in ms of each, the CPU time a batch took (this process during the post:
+ * the service and the bench's HTTP client; and PostgreSQL's server processes of this database), and
+ * the rows the hourly table holds. Figures, not assertions.
  */
 
 const BATCHES = Number(process.env.BENCH_TOOL_CALLS_BATCHES ?? 1000)
@@ -52,6 +56,25 @@ async function signUp(app: FastifyInstance, username: string): Promise<{ id: str
   const cookie = response.cookies.find((each) => each.name === 'auth_session')!
   return { id: response.json().data.user.id, cookie: `auth_session=${cookie.value}`, username }
 }
+
+/**
+ * The CPU time, in µs, PostgreSQL's server processes serving `url`'s database have used so far,
+ * by process (Linux: read from /proc, as the server runs on this machine).
+ */
+async function serverCpu(url: string): Promise<Map<number, number>> {
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  try {
+    const { rows } = await client.query<{ pid: number }>('select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()')
+    return new Map(rows.map(({ pid }) => [pid, cpuMicros(pid)]))
+  } finally {
+    await client.end()
+  }
+}
+
+/** CPU µs between two readings; a process that was not there before counts from zero. */
+const cpuBetween = (before: Map<number, number>, after: Map<number, number>): number =>
+  [...after].reduce((sum, [pid, micros]) => sum + micros - (before.get(pid) ?? 0), 0)
 
 async function run(dialect: TestDialect): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'bench-tool-calls-'))
@@ -93,6 +116,8 @@ async function run(dialect: TestDialect): Promise<void> {
 
     // 1. Ingestion, through HTTP as a satellite posts.
     const ingest: number[] = []
+    let processCpu = 0
+    const serverBefore = dialect === 'postgresql' ? await serverCpu(database.url) : undefined
     const headers = { authorization: `Bearer ${satellite.key}`, 'content-type': 'application/json' }
     for (let k = 0; k < BATCHES; k++) {
       const at0 = start + k * step
@@ -101,11 +126,18 @@ async function run(dialect: TestDialect): Promise<void> {
         tool: tools[(i * 5 + k) % TOOLS]!, outcome: i % 50 === 0 ? 'error' : i % 97 === 0 ? 'refused' : 'ok', duration_ms: 5 + ((i * 31) % 400),
       }))
       const body = JSON.stringify({ batch_id: randomUUID(), calls })
+      const cpu = process.cpuUsage()
       const began = performance.now()
       const response = await fetch(`${base}/api/satellites/${satellite.id}/instances/${installations[k % 2]}/calls`, { method: 'POST', headers, body })
       const answer = await response.json() as { data?: { accepted: number } }
       ingest.push(performance.now() - began)
+      const used = process.cpuUsage(cpu)
+      processCpu += used.user + used.system
       if (response.status !== 200 || answer.data?.accepted !== CALLS_PER_BATCH) throw new Error(`batch ${k}: ${response.status} ${JSON.stringify(answer)}`)
+    }
+    const cpuPerBatch = {
+      process: processCpu / 1000 / BATCHES,
+      server: serverBefore === undefined ? undefined : cpuBetween(serverBefore, await serverCpu(database.url)) / 1000 / BATCHES,
     }
     // The same batches taken in-process (no HTTP, no JSON parsing or validation): the database's share.
     const direct: number[] = []
@@ -142,6 +174,7 @@ async function run(dialect: TestDialect): Promise<void> {
     const own = await read(member.cookie)
     console.log(`\n${dialect}`)
     console.log(`  ingestion, ${BATCHES} batches of ${CALLS_PER_BATCH} calls: ${summary(ingest)}`)
+    console.log(`  CPU per batch: this process ${cpuPerBatch.process.toFixed(1)} ms${cpuPerBatch.server === undefined ? '' : `, PostgreSQL ${cpuPerBatch.server.toFixed(1)} ms`}`)
     console.log(`  of which in-process (the transaction and the document lookup), ${direct.length} batches: ${summary(direct)}`)
     console.log(`  hourly rows after ${BATCHES * CALLS_PER_BATCH} calls: ${hourRows}`)
     console.log(`  usage group_by=tool, 30 days, team admin (${admins.calls} calls, ${BATCHES * CALLS_PER_BATCH} over HTTP): ${summary(admins.samples)}`)

@@ -71,7 +71,7 @@ const problem = (instancePath: string, keyword: string, message: string): ErrorO
  */
 function guarded(compiled: () => Validate, integers: (() => ReadonlySet<string>) | null): Validate {
   const check: Validate = (data) => {
-    const path = unstorableTextPath(data, '', 0)
+    const path = unstorableTextPath(data)
     if (path !== null) {
       check.errors = problem(path, 'unstorableText', 'must not contain NUL characters or unpaired surrogates')
       return false
@@ -194,23 +194,36 @@ export const storableText = (text: string): boolean => !unstorable(text)
 const unstorable = (text: string): boolean => text.includes('\u0000') || !(text as string & { isWellFormed(): boolean }).isWellFormed()
 
 /** The JSON pointer of the first string (or key) holding unstorable text, or null. */
-function unstorableTextPath(value: unknown, path: string, depth: number): string | null {
-  if (typeof value === 'string') return unstorable(value) ? path : null
-  if (value === null || typeof value !== 'object' || depth > MAX_DEPTH) return null
+function unstorableTextPath(value: unknown): string | null {
+  const reversed: string[] = []
+  if (!holdsUnstorableText(value, reversed, 0)) return null
+  return reversed.reverse().map((segment) => `/${segment.replace(/~/g, '~0').replace(/\//g, '~1')}`).join('')
+}
+
+/**
+ * Whether `value` holds unstorable text, and if so where: the keys and indexes leading to it,
+ * innermost first. The path is written only for the one value found, never for the thousands of
+ * good ones a large body holds (building it for each cost more than the checks).
+ */
+function holdsUnstorableText(value: unknown, reversed: string[], depth: number): boolean {
+  if (typeof value === 'string') return unstorable(value)
+  if (value === null || typeof value !== 'object' || depth > MAX_DEPTH) return false
   if (Array.isArray(value)) {
     for (let index = 0; index < value.length; index++) {
-      const found = unstorableTextPath(value[index], `${path}/${index}`, depth + 1)
-      if (found !== null) return found
+      if (holdsUnstorableText(value[index], reversed, depth + 1)) {
+        reversed.push(String(index))
+        return true
+      }
     }
-    return null
+    return false
   }
   for (const key in value) {
-    const keyPath = `${path}/${key.replace(/~/g, '~0').replace(/\//g, '~1')}`
-    if (unstorable(key)) return keyPath
-    const found = unstorableTextPath((value as Record<string, unknown>)[key], keyPath, depth + 1)
-    if (found !== null) return found
+    if (unstorable(key) || holdsUnstorableText((value as Record<string, unknown>)[key], reversed, depth + 1)) {
+      reversed.push(key)
+      return true
+    }
   }
-  return null
+  return false
 }
 
 export function toFieldProblems(errors: ErrorObject[] | readonly Partial<ErrorObject>[], location: string): FieldProblem[] {
