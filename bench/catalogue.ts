@@ -1,5 +1,5 @@
 import { loadConfig } from '../src/config.js'
-import { openDatabase } from '../src/db/client.js'
+import { openDatabase } from '../src/db/drivers/client.js'
 import { seedCatalogue, type SeedCatalogueResult } from '../src/cli/seed/catalogue.js'
 import { againstBare, CONNECTIONS, load, type Measurement } from './harness.js'
 

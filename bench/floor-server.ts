@@ -2,7 +2,7 @@ import cookie from '@fastify/cookie'
 import BetterSqlite3 from 'better-sqlite3'
 import Fastify from 'fastify'
 import pg from 'pg'
-import { RowStatement } from '../src/db/pg-row-statement.js'
+import { RowStatement } from '../src/db/readers/pg-row-statement.js'
 import { deriveKey } from '../src/lib/keys.js'
 import { createDigester } from '../src/lib/tokens.js'
 
@@ -33,7 +33,7 @@ function lookup(url: string): (digest: string) => Promise<Row | undefined> {
     const statement = client.prepare(LOOKUP.replace('$true', '1').replace('$1', '?').replace('$2', '?')).raw(true)
     return async (digest) => statement.get(digest, Date.now()) as Row | undefined
   }
-  // The service's own way with pg (src/db/pg-row-statement.ts): a named statement whose result is
+  // The service's own way with pg (src/db/readers/pg-row-statement.ts): a named statement whose result is
   // described once, then Bind, Execute and Sync per lookup.
   const pool = new pg.Pool({ connectionString: url, max: 10 })
   const statement = new RowStatement('floor_lookup', LOOKUP.replace('$true', 'true'), (oid) => pg.types.getTypeParser(oid, 'text'))

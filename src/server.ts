@@ -1,7 +1,7 @@
 import closeWithGrace from 'close-with-grace'
 import { buildApp } from './app.js'
 import { ConfigError, loadConfig } from './config.js'
-import { DatabaseStartError } from './db/start-failure.js'
+import { DatabaseStartError } from './db/drivers/start-failure.js'
 import { logStartup } from './startup-banner.js'
 
 /** Reads the configuration, builds the app, listens, logs a start-up summary, and shuts down gracefully. Nothing else. */

@@ -1,8 +1,8 @@
--- Change notifications for what instances keep in memory about credentials (src/db/kept-answers.ts).
+-- Change notifications for what instances keep in memory about credentials (src/db/feed/kept-answers.ts).
 -- Each trigger sends, in the writing transaction, the topic that ends the kept answers built on the
 -- row, so that every writer is heard by every instance when it commits: the service itself (which
 -- also tells its own instance at once), a command-line tool, or an operator's SQL. The payloads are
--- the topics of src/db/topics.ts, on the channel of src/db/pg-changes.ts. Identical notifications of
+-- the topics of src/db/feed/topics.ts, on the channel of src/db/feed/pg-changes.ts. Identical notifications of
 -- one transaction are delivered once.
 CREATE FUNCTION service_notify_row_change() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE

@@ -1,5 +1,5 @@
 import { loadConfig } from '../config.js'
-import { openDatabase } from '../db/client.js'
+import { openDatabase } from '../db/drivers/client.js'
 import { auditRepository } from '../db/repositories/audit.js'
 import { twoFactorRepository } from '../db/repositories/two-factor.js'
 import { usersRepository } from '../db/repositories/users.js'

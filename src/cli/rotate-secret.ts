@@ -1,5 +1,5 @@
 import { loadConfig, readEnvironment } from '../config.js'
-import { openDatabase } from '../db/client.js'
+import { openDatabase } from '../db/drivers/client.js'
 import { rotateEncryptionSecret } from '../modules/installations/secret-rotation.js'
 
 /**

@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util'
 import { loadConfig, readEnvironment } from '../config.js'
-import { openDatabase } from '../db/client.js'
+import { openDatabase } from '../db/drivers/client.js'
 import { catalogueSize, seedCatalogue } from './seed/catalogue.js'
 import { SEED_CATEGORIES } from './seed/vocabulary.js'
 

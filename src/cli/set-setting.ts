@@ -1,5 +1,5 @@
 import { loadConfig } from '../config.js'
-import { openDatabase } from '../db/client.js'
+import { openDatabase } from '../db/drivers/client.js'
 import { settingsRepository } from '../db/repositories/settings.js'
 import { AppError } from '../http/errors.js'
 import { systemClock } from '../lib/clock.js'

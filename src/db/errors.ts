@@ -18,7 +18,7 @@ export function violatedUniqueIndex(error: unknown): string | null {
 /**
  * The database could not be reached, or the connection a statement ran on was lost or stopped
  * answering: not the request's fault, worth trying again shortly (503 DATABASE_UNAVAILABLE). The
- * PostgreSQL pool (db/pg.ts) raises it, with the driver's error as `cause`, for every failure that
+ * PostgreSQL pool (db/drivers/pg.ts) raises it, with the driver's error as `cause`, for every failure that
  * is not an answer of the server itself.
  */
 export class DatabaseUnavailableError extends Error {

@@ -1,5 +1,5 @@
 import { ConfigError, loadConfig } from '../config.js'
-import { openDatabase } from './client.js'
+import { openDatabase } from './drivers/client.js'
 
 /** `npm run db:migrate`: applies pending migrations to DATABASE_URL and exits. */
 try {

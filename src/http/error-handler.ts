@@ -16,7 +16,7 @@ const BODY_LIMIT_CODES = new Set(['FST_ERR_CTP_BODY_TOO_LARGE'])
 const BAD_JSON_CODES = new Set(['FST_ERR_CTP_EMPTY_JSON_BODY', 'FST_ERR_CTP_INVALID_JSON_BODY'])
 /**
  * The database cannot serve now, which is not the request's fault. A connection PostgreSQL's pool
- * could not open or lost arrives typed (DatabaseUnavailableError, see db/pg.ts), never judged by
+ * could not open or lost arrives typed (DatabaseUnavailableError, see db/drivers/pg.ts), never judged by
  * its text; besides that, these codes: SQLSTATE class 08 (connection exception) and 57P01–57P03
  * (the server shuts down, crashed, or is starting), and SQLite busy past its timeout.
  */

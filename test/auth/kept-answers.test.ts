@@ -3,9 +3,9 @@ import v8 from 'node:v8'
 import vm from 'node:vm'
 import pg from 'pg'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { openDatabase } from '../../src/db/client.js'
-import { KeptAnswers, keptAnswersStats } from '../../src/db/kept-answers.js'
-import { LISTENER_APPLICATION_NAME } from '../../src/db/pg-changes.js'
+import { openDatabase } from '../../src/db/drivers/client.js'
+import { KeptAnswers, keptAnswersStats } from '../../src/db/feed/kept-answers.js'
+import { LISTENER_APPLICATION_NAME } from '../../src/db/feed/pg-changes.js'
 import type { ChangeFeed, Database } from '../../src/db/types.js'
 import { DEFAULT_PASSWORD, login, registerAndLogin } from '../helpers/accounts.js'
 import { createTestContext, type TestContext } from '../helpers/app.js'
@@ -20,7 +20,7 @@ v8.setFlagsFromString('--expose-gc')
 const gc = vm.runInNewContext('gc') as () => void
 
 /**
- * The credential answers PostgreSQL instances keep in memory (src/db/kept-answers.ts) against the
+ * The credential answers PostgreSQL instances keep in memory (src/db/feed/kept-answers.ts) against the
  * ways an answer could outlive its row: a read overtaken by a change, a transaction of this
  * instance still committing, the listening connection lost or silent, and sheer numbers. SQLite
  * keeps its answers by the database's change stamp instead (credential-reuse.test.ts runs the

@@ -1,7 +1,7 @@
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { LISTENER_APPLICATION_NAME } from '../../src/db/pg-changes.js'
+import { LISTENER_APPLICATION_NAME } from '../../src/db/feed/pg-changes.js'
 import { createTestContext, type TestContext } from '../helpers/app.js'
 import { ADMIN_URL, DIALECTS } from '../helpers/database.js'
 import { keyPair } from '../helpers/hpke.js'

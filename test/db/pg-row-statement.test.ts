@@ -1,13 +1,13 @@
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { DatabaseUnavailableError } from '../../src/db/errors.js'
-import { openPostgres } from '../../src/db/pg.js'
+import { openPostgres } from '../../src/db/drivers/pg.js'
 import type { Database } from '../../src/db/types.js'
 import { adminQuery, createTestDatabase, type TestDatabase } from '../helpers/database.js'
 
 /**
  * The credential lookups run on PostgreSQL as named statements written straight to pg's
- * connection, with the result described once per process (src/db/pg-row-statement.ts). What a
+ * connection, with the result described once per process (src/db/readers/pg-row-statement.ts). What a
  * caller relies on: the row decoded as pg would decode it, every execution its own answer when
  * many share a few connections, a server error that fails one execution and leaves the connection
  * usable, and statements prepared again on the connections that replace lost ones.

@@ -1,6 +1,6 @@
 import { and, eq, sql } from 'drizzle-orm'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { rowReader } from '../../src/db/row-reader.js'
+import { rowReader } from '../../src/db/readers/row-reader.js'
 import { defaultTeamOfUser } from '../../src/db/repositories/teams.js'
 import type { Database } from '../../src/db/types.js'
 import { registerAndLogin } from '../helpers/accounts.js'

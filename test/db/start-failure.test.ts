@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { DatabaseStartError } from '../../src/db/start-failure.js'
+import { DatabaseStartError } from '../../src/db/drivers/start-failure.js'
 import { createTestContext, type TestContext } from '../helpers/app.js'
 import { captureLogs } from '../helpers/log-capture.js'
 

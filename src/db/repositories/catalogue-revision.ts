@@ -1,5 +1,5 @@
 import { eq } from 'drizzle-orm'
-import { topics } from '../topics.js'
+import { topics } from '../feed/topics.js'
 import type { Database, Db } from '../types.js'
 
 export interface CatalogueTransactionOptions {

@@ -1,6 +1,6 @@
 import { and, asc, desc, eq, inArray, isNull, lt, notInArray, or, sql } from 'drizzle-orm'
 import { UNRESOLVED_SPEC_HASH, type ReportedTool } from '../../formats/satellite-reports.js'
-import { rowReader } from '../row-reader.js'
+import { rowReader } from '../readers/row-reader.js'
 import type { Database, Db } from '../types.js'
 import type { InstallationRow, ValueRow } from './installations.js'
 import type { ServerRow } from './server-filters.js'

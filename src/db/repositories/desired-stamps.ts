@@ -1,5 +1,5 @@
 import { eq, inArray, sql } from 'drizzle-orm'
-import { topics } from '../topics.js'
+import { topics } from '../feed/topics.js'
 import type { Database, Db } from '../types.js'
 
 /** The change topic of one satellite's desired-state document. */
@@ -10,7 +10,7 @@ export type DesiredStamps = ReturnType<typeof desiredStamps>
 /**
  * Marks satellites' desired-state documents as changed, inside the transaction that changes them:
  * each satellite's `desired_stamp` moves and a change notification for it is sent, delivered when
- * the transaction commits (see db/changes.ts). A document kept in memory is current exactly while
+ * the transaction commits (see db/feed/changes.ts). A document kept in memory is current exactly while
  * its stamp is, so every write that can change what a satellite runs calls one of these.
  */
 export function desiredStamps(database: Database, executor: Db = database.db) {

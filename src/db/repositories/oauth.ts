@@ -1,6 +1,6 @@
 import { and, eq, gt, isNull, lt, notExists, or, sql } from 'drizzle-orm'
-import { rowReader } from '../row-reader.js'
-import { families, topics, userCredentialTopics } from '../topics.js'
+import { rowReader } from '../readers/row-reader.js'
+import { families, topics, userCredentialTopics } from '../feed/topics.js'
 import type { Database, Db } from '../types.js'
 import { defaultTeamOfUser, type TeamRow } from './teams.js'
 import type { UserRow } from './users.js'

@@ -1,5 +1,5 @@
 import { and, count, desc, eq, gt, isNotNull, isNull, lt, lte, or, sql } from 'drizzle-orm'
-import { rowReader } from '../row-reader.js'
+import { rowReader } from '../readers/row-reader.js'
 import type { Database, Db } from '../types.js'
 import { defaultTeamOfUser, type TeamRow } from './teams.js'
 import type { UserRow } from './users.js'

@@ -1,7 +1,7 @@
 import { and, count, desc, eq, gte, inArray, isNotNull, isNull, lt, or, sql, type SQL } from 'drizzle-orm'
 import type { SatelliteMetrics } from '../../formats/satellite-reports.js'
-import { rowReader } from '../row-reader.js'
-import { families, topics } from '../topics.js'
+import { rowReader } from '../readers/row-reader.js'
+import { families, topics } from '../feed/topics.js'
 import type { Database, Db } from '../types.js'
 
 export type SatelliteRow = Database['t']['satellites']['$inferSelect']

@@ -1,6 +1,6 @@
 import { and, asc, count, eq, inArray, or, sql } from 'drizzle-orm'
 import { violatedUniqueIndex } from '../errors.js'
-import { rowReader } from '../row-reader.js'
+import { rowReader } from '../readers/row-reader.js'
 import type { Database, Db } from '../types.js'
 import { serverColumns, serverConditions, serverOrder, type CatalogueViewer, type ServerFilter, type ServerRow, type ServerSort } from './server-filters.js'
 

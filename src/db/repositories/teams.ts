@@ -2,8 +2,8 @@ import { and, asc, count, eq, inArray, ne, sql } from 'drizzle-orm'
 import { slugCandidates, slugify } from '../../lib/slug.js'
 import { newId } from '../ids.js'
 import { desiredStamps } from './desired-stamps.js'
-import { rowReader } from '../row-reader.js'
-import { topics } from '../topics.js'
+import { rowReader } from '../readers/row-reader.js'
+import { topics } from '../feed/topics.js'
 import type { Database, Db } from '../types.js'
 
 export type TeamRow = Database['t']['teams']['$inferSelect']

@@ -1,5 +1,5 @@
 import { and, count, desc, eq, isNotNull, or, sql, type SQL } from 'drizzle-orm'
-import { topics } from '../topics.js'
+import { topics } from '../feed/topics.js'
 import type { Database, Db } from '../types.js'
 import { desiredStamps } from './desired-stamps.js'
 

@@ -1,7 +1,7 @@
-import { KeptAnswers, keptAnswers } from '../../db/kept-answers.js'
+import { KeptAnswers, keptAnswers } from '../../db/feed/kept-answers.js'
 import type { CatalogueViewer, ServerRow } from '../../db/repositories/server-filters.js'
 import type { Page } from '../../db/repositories/servers.js'
-import { families, topics } from '../../db/topics.js'
+import { families, topics } from '../../db/feed/topics.js'
 import type { Database } from '../../db/types.js'
 
 /** At most this many pages kept (20 servers of about 2 KB each by default, 100 at most). */
@@ -15,7 +15,7 @@ interface Kept {
 
 /**
  * Pages of the server list and of search results, answered again while neither the catalogue nor
- * what the viewer can see of it changed: kept answers (db/kept-answers.ts) ended by `catalogue`,
+ * what the viewer can see of it changed: kept answers (db/feed/kept-answers.ts) ended by `catalogue`,
  * which the database sends for every catalogue write, and, for a viewer who sees team servers
  * through their teams, by `member:<id>` when those teams change. A global admin sees every server,
  * so their pages are shared.

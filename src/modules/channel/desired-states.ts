@@ -1,6 +1,6 @@
-import type { ChangeFeed } from '../../db/changes.js'
-import { KeptAnswers } from '../../db/kept-answers.js'
-import { families, topics } from '../../db/topics.js'
+import type { ChangeFeed } from '../../db/feed/changes.js'
+import { KeptAnswers } from '../../db/feed/kept-answers.js'
+import { families, topics } from '../../db/feed/topics.js'
 import type { Clock } from '../../lib/clock.js'
 import { buildDocument, type BuildDeps, type BuiltDocument } from './documents.js'
 
@@ -28,7 +28,7 @@ interface Hold { evicted: boolean; wake: (() => void) | undefined }
  * The satellites' desired-state documents: each built once per change and kept in memory, and the
  * long-polls that wait for one to change.
  *
- * A document is given from memory as a kept answer (db/kept-answers.ts), until its satellite's
+ * A document is given from memory as a kept answer (db/feed/kept-answers.ts), until its satellite's
  * notification comes — every change moves the satellite's `desired_stamp` and notifies in its
  * transaction, also on another instance — or, on SQLite, until anything in the database changed.
  * Then the next request compares the stamp with the last build's (one indexed read): equal, that

@@ -1,5 +1,5 @@
-import { KeptAnswers, keptAnswers } from '../../db/kept-answers.js'
-import { families, topics } from '../../db/topics.js'
+import { KeptAnswers, keptAnswers } from '../../db/feed/kept-answers.js'
+import { families, topics } from '../../db/feed/topics.js'
 import type { Database } from '../../db/types.js'
 import type { Clock } from '../../lib/clock.js'
 import type { InstallationPage } from '../../db/repositories/installations.js'
@@ -22,7 +22,7 @@ interface Kept<T> {
 /**
  * The installation lists an instance answers again unchanged: what the command-line client and
  * every MCP client configuration read, over and over, while nothing changes. A list is one answer
- * of the kept-answers mechanism (db/kept-answers.ts), ended by the change notifications of what it
+ * of the kept-answers mechanism (db/feed/kept-answers.ts), ended by the change notifications of what it
  * shows — each of its teams' installations (their rows, values, reported states, connections and
  * satellites), the teams themselves, the member's teams for a member's list, the catalogue and the
  * settings — which the database's triggers send for every writer (on SQLite, any change ends all).

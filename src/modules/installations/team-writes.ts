@@ -1,6 +1,6 @@
 import type { InstallationRow, InstallationsRepository } from '../../db/repositories/installations.js'
 import type { TeamsRepository } from '../../db/repositories/teams.js'
-import { topics } from '../../db/topics.js'
+import { topics } from '../../db/feed/topics.js'
 import type { Database, Db } from '../../db/types.js'
 import { errors } from '../../http/errors.js'
 

@@ -1,5 +1,5 @@
 import { Counter, Gauge, Registry } from 'prom-client'
-import { keptAnswersStats } from '../../db/kept-answers.js'
+import { keptAnswersStats } from '../../db/feed/kept-answers.js'
 import type { Database, PoolStats, QueryTimer } from '../../db/types.js'
 import { processMetrics } from './process.js'
 import { CountingHistogram } from './histogram.js'

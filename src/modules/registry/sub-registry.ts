@@ -1,8 +1,8 @@
-import { KeptAnswers, keptAnswers } from '../../db/kept-answers.js'
+import { KeptAnswers, keptAnswers } from '../../db/feed/kept-answers.js'
 import type { EntryPosition, RegistryEntriesRepository } from '../../db/repositories/registry-entries.js'
 import type { ServerRow } from '../../db/repositories/server-filters.js'
 import type { VersionRow } from '../../db/repositories/server-versions.js'
-import { topics } from '../../db/topics.js'
+import { topics } from '../../db/feed/topics.js'
 import type { Database } from '../../db/types.js'
 import { errors } from '../../http/errors.js'
 import { storableText } from '../../http/validation.js'
@@ -85,7 +85,7 @@ export class SubRegistry {
   private readonly entries: RegistryEntriesRepository
   private readonly namespace: string
   /**
-   * Pages by query, kept until the catalogue changes (db/kept-answers.ts): registry clients read
+   * Pages by query, kept until the catalogue changes (db/feed/kept-answers.ts): registry clients read
    * the same pages over and over (and mirrors poll them), while the catalogue changes rarely. A
    * hit is the same object, so the route can keep its serialized answer beside it.
    */

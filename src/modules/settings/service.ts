@@ -1,7 +1,7 @@
 import type { Config } from '../../config.js'
 import type { SettingRow, SettingsRepository } from '../../db/repositories/settings.js'
-import { topics } from '../../db/topics.js'
-import { KeptAnswers } from '../../db/kept-answers.js'
+import { topics } from '../../db/feed/topics.js'
+import { KeptAnswers } from '../../db/feed/kept-answers.js'
 import type { ChangeFeed, Db } from '../../db/types.js'
 import { errors, type FieldProblem } from '../../http/errors.js'
 import type { Clock } from '../../lib/clock.js'
@@ -81,7 +81,7 @@ export class SettingsService {
   private readonly checks = new Map<string, SettingCheck>()
   private readonly reactions = new Map<string, SettingReaction[]>()
   /**
-   * The settings as a kept answer (db/kept-answers.ts): given from memory until a notification
+   * The settings as a kept answer (db/feed/kept-answers.ts): given from memory until a notification
    * says they changed (`settings`, sent by the database for every write, on any instance), or on
    * SQLite until anything changed; then their revision is compared, and the rows read again only
    * when it moved.

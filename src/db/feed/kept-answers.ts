@@ -1,5 +1,5 @@
 import { topics } from './topics.js'
-import type { ChangeFeed } from './types.js'
+import type { ChangeFeed } from '../types.js'
 
 export interface KeptAnswersOptions<T> {
   /**

@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm'
 import pg from 'pg'
 import { Subscribers, type ChangeFeed, type HoldListener } from './changes.js'
-import type { Db } from './types.js'
+import type { Db } from '../types.js'
 
 /** The one channel every instance listens on; topics travel as its payload. */
 export const CHANNEL = 'service_changes'
@@ -66,7 +66,7 @@ export class PgChangeFeed implements ChangeFeed {
     this.subscribers.hold(topic)
   }
 
-  /** A transaction of this instance began (db/pg.ts). */
+  /** A transaction of this instance began (db/drivers/pg.ts). */
   begin(tx: Db): void {
     this.pending.set(tx, [])
   }

@@ -1,6 +1,6 @@
-import type { HoldListener } from './types.js'
+import type { HoldListener } from '../types.js'
 
-export type { ChangeFeed, HoldListener } from './types.js'
+export type { ChangeFeed, HoldListener } from '../types.js'
 
 /** The listeners of a feed; each implementation delivers through it. */
 export class Subscribers {

@@ -1,7 +1,7 @@
-import type { DatabaseTarget } from '../config.js'
+import type { DatabaseTarget } from '../../config.js'
 import { openPostgres } from './pg.js'
 import { openSqlite } from './sqlite.js'
-import type { Database, QueryTimer } from './types.js'
+import type { Database, QueryTimer } from '../types.js'
 
 export interface OpenOptions {
   poolSize: number

@@ -2,12 +2,12 @@ import { AsyncLocalStorage } from 'node:async_hooks'
 import { drizzle } from 'drizzle-orm/node-postgres'
 import { migrate } from 'drizzle-orm/node-postgres/migrator'
 import pg from 'pg'
-import { migrationsFolder } from '../paths.js'
-import { DatabaseUnavailableError } from './errors.js'
-import { PgChangeFeed } from './pg-changes.js'
-import { RowStatement } from './pg-row-statement.js'
-import * as schema from './schema/pg/index.js'
-import type { Database, Db, QueryTimer } from './types.js'
+import { migrationsFolder } from '../../paths.js'
+import { DatabaseUnavailableError } from '../errors.js'
+import { PgChangeFeed } from '../feed/pg-changes.js'
+import { RowStatement } from '../readers/pg-row-statement.js'
+import * as schema from '../schema/pg/index.js'
+import type { Database, Db, QueryTimer } from '../types.js'
 
 /** Any constant works; it only has to be the same for every instance migrating this database. */
 const MIGRATION_LOCK_ID = 0x5e71ce
@@ -256,7 +256,7 @@ export function openPostgres({ url, poolSize, onError, onQuery }: PgOptions): Da
       // A lost connection fails the statement in progress; without a listener it would also throw.
       lock.on('error', () => {})
       // Like the pool's: a connection that cannot be opened is the database's absence, whatever
-      // the driver raised (the start-up retries on it, db/start-failure.ts words it).
+      // the driver raised (the start-up retries on it, db/drivers/start-failure.ts words it).
       await lock.connect().catch((error: unknown) => {
         throw new DatabaseUnavailableError(error)
       })

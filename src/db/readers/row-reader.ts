@@ -1,7 +1,7 @@
 import { getTableColumns, Placeholder, type Table } from 'drizzle-orm'
 import type { AnyPgColumn } from 'drizzle-orm/pg-core'
-import { KeptAnswers, keptAnswers } from './kept-answers.js'
-import type { Database } from './types.js'
+import { KeptAnswers, keptAnswers } from '../feed/kept-answers.js'
+import type { Database } from '../types.js'
 
 /** How many answers of one lookup are kept in memory, and for how long at most. */
 export const KEPT_ANSWERS_MAX = 10_000

@@ -1,5 +1,5 @@
-import type { DatabaseTarget } from '../config.js'
-import { DatabaseUnavailableError } from './errors.js'
+import type { DatabaseTarget } from '../../config.js'
+import { DatabaseUnavailableError } from '../errors.js'
 
 /** Where DATABASE_URL points, as a log line may show it: never the password. */
 export interface DatabaseAddress {

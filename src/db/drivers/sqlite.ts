@@ -5,11 +5,11 @@ import BetterSqlite3 from 'better-sqlite3'
 import { drizzle as drizzleBetterSqlite } from 'drizzle-orm/better-sqlite3'
 import { migrate } from 'drizzle-orm/better-sqlite3/migrator'
 import { drizzle, type AsyncRemoteCallback } from 'drizzle-orm/sqlite-proxy'
-import { migrationsFolder } from '../paths.js'
-import * as schema from './schema/sqlite/index.js'
-import { Subscribers, type ChangeFeed } from './changes.js'
-import { topics } from './topics.js'
-import type { Database, Db, QueryTimer, Tables } from './types.js'
+import { migrationsFolder } from '../../paths.js'
+import * as schema from '../schema/sqlite/index.js'
+import { Subscribers, type ChangeFeed } from '../feed/changes.js'
+import { topics } from '../feed/topics.js'
+import type { Database, Db, QueryTimer, Tables } from '../types.js'
 
 const STATEMENT_CACHE_SIZE = 500
 
