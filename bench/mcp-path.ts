@@ -1,9 +1,7 @@
-import { Client } from '@modelcontextprotocol/sdk/client/index.js'
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { cpus, loadavg } from 'node:os'
-import { chosenIsolation, EVERYTHING_BIN, startPlatform, startRemoteServer, type RemoteServer } from './mcp-platform.js'
-import { cpuMicrosOf, descendants, isNode, rssMbOf } from '../test/helpers/processes.js'
+import { chosenIsolation, startFloorServer, startPlatform, startRemoteServer, stopChild, type RemoteServer } from './mcp-platform.js'
+import { closeAll, compared, httpSession, measure, memoryOf, openSessions, round1, stdioSession, type Compared, type Session, type Side } from './mcp-sessions.js'
+import { descendants, rssMbOf } from '../test/helpers/processes.js'
 
 /**
  * `npm run bench:mcp` (`-- --json`: one JSON document on standard output): MCP `tools/call` of server-everything's
@@ -25,7 +23,10 @@ import { cpuMicrosOf, descendants, isNode, rssMbOf } from '../test/helpers/proce
  * servers and of this process (the clients), and, with every session open, the resident memory of
  * the satellite, of the processes below it, and of the servers the direct sessions use; also how
  * many server processes (stdio) or upstream sessions (remote) the satellite holds for its client
- * sessions.
+ * sessions. Last, the clients alone: the same sessions of the SDK client against a server that
+ * answers every call at once (bench/mcp-floor-server.ts), in slices taken in turn with the direct
+ * stdio sessions; their share of direct's calls/s is the most any satellite could reach with
+ * these clients on this machine.
  * The satellite runs in its default sandbox when bubblewrap is installed; ISOLATION=none runs its
  * servers bare. Everything is on 127.0.0.1 (setup: bench/mcp-platform.ts). Figures, not assertions.
  *   BENCH_MCP_SESSIONS (default 100)       concurrent client sessions on each side
@@ -33,6 +34,8 @@ import { cpuMicrosOf, descendants, isNode, rssMbOf } from '../test/helpers/proce
  *   BENCH_MCP_WARMUP_SECONDS (3)           warm-up of each side, not reported
  *   BENCH_MCP_ONE_SESSION_SECONDS (5)      then one session a side for this long (0: not measured)
  *   ISOLATION (bubblewrap when installed)  the satellite's isolation: process-sandbox or none
+ *   BENCH_MCP_SATELLITE                    another build's entry point (…/dist/main.js) to measure instead of this one
+ *   BENCH_MCP_PROFILE_DIR                  the satellite runs with --cpu-prof, writing its profile there when it stops
  */
 
 /** A whole number ≥ `least` from the environment, or `fallback`; anything else stops the bench before it starts. */
@@ -48,185 +51,12 @@ const SESSIONS = setting('BENCH_MCP_SESSIONS', 100, 1)
 const SECONDS = setting('BENCH_MCP_SECONDS', 10, 1)
 const WARMUP_SECONDS = setting('BENCH_MCP_WARMUP_SECONDS', 3, 0)
 const ONE_SESSION_SECONDS = setting('BENCH_MCP_ONE_SESSION_SECONDS', 5, 0)
-const SLICE_MS = 1000
-/** Sessions opened at once: each stdio session starts a server process, and the two cores are all there is. */
-const OPENING_AT_ONCE = 8
-/** An `initialize` may wait for a server process to start on a loaded machine. */
-const OPEN_TIMEOUT_MS = 120_000
 const TARGET_PERCENT = 50
 const TARGET_P99_ADDED_MS = 5
 const JSON_OUTPUT = process.argv.includes('--json')
 /** The readable report; with --json it goes to standard error, leaving standard output to the document. */
 const say = (line = '') => (JSON_OUTPUT ? console.error(line) : console.log(line))
 
-interface Session {
-  client: Client
-  /** The server process of a stdio session. */
-  pid: number | undefined
-  close(): Promise<void>
-}
-
-interface Side {
-  path: 'direct' | 'satellite'
-  sessions: Session[]
-  /** The server processes of this side (below the satellite: its sandboxes too), for their CPU time. */
-  servers(): number[]
-  /** The satellite's process, on the side that goes through it. */
-  satellite?: number
-}
-
-interface Tally {
-  calls: number
-  errors: number
-  firstError: string | undefined
-  ms: number
-  latencies: number[]
-  satelliteCpuMicros: number
-  serversCpuMicros: number
-  clientCpuMicros: number
-}
-
-interface SideResult {
-  calls_per_s: number
-  p50_ms: number
-  p99_ms: number
-  errors: number
-  first_error?: string
-  /** CPU time per call of the satellite's process (through the satellite only). */
-  satellite_cpu_us?: number
-  /** CPU time per call of the server processes (below the satellite: its sandboxes too). */
-  servers_cpu_us: number
-  /** CPU time of this process (the clients) per call. */
-  client_cpu_us: number
-}
-
-const round1 = (value: number) => Math.round(value * 10) / 10
-const sum = (values: number[]) => values.reduce((total, value) => total + value, 0)
-
-async function openSessions(count: number, open: () => Promise<Session>): Promise<Session[]> {
-  const sessions: Session[] = []
-  let next = 0
-  await Promise.all(Array.from({ length: Math.min(OPENING_AT_ONCE, count) }, async () => {
-    while (next < count) {
-      next += 1
-      sessions.push(await open())
-    }
-  }))
-  return sessions
-}
-
-const ECHO = { name: 'echo', arguments: { message: 'bench' } }
-
-/** A connected client whose first echo answered as the server answers it. */
-async function connected(transport: StdioClientTransport | StreamableHTTPClientTransport): Promise<Client> {
-  const client = new Client({ name: 'mcp-bench', version: '1.0.0' })
-  await client.connect(transport, { timeout: OPEN_TIMEOUT_MS })
-  const answer = await client.callTool(ECHO)
-  const text = (answer.content as Array<{ text?: string }>)[0]?.text
-  if (text !== 'Echo: bench') throw new Error(`echo answered ${JSON.stringify(answer)}`)
-  return client
-}
-
-async function stdioSession(): Promise<Session> {
-  const transport = new StdioClientTransport({ command: process.execPath, args: [EVERYTHING_BIN, 'stdio'], env: { PATH: process.env.PATH ?? '' }, stderr: 'ignore' })
-  const client = await connected(transport)
-  return { client, pid: transport.pid ?? undefined, close: () => client.close() }
-}
-
-async function httpSession(url: string, token?: string): Promise<Session> {
-  const transport = new StreamableHTTPClientTransport(new URL(url), token === undefined ? undefined : { requestInit: { headers: { authorization: `Bearer ${token}` } } })
-  const client = await connected(transport)
-  return {
-    client, pid: undefined,
-    close: async () => {
-      // DELETE: the server may end what it holds for the session.
-      await transport.terminateSession().catch(() => undefined)
-      await client.close()
-    },
-  }
-}
-
-/** An error's message with its cause's (fetch says only "fetch failed"). */
-function describe(error: unknown): string {
-  const { message, cause } = error as Error & { cause?: Error & { code?: string } }
-  return cause === undefined ? message : `${message}: ${cause.code ?? cause.message}`
-}
-
-function newTally(): Tally {
-  return { calls: 0, errors: 0, firstError: undefined, ms: 0, latencies: [], satelliteCpuMicros: 0, serversCpuMicros: 0, clientCpuMicros: 0 }
-}
-
-/** Every session of `side` calls in a closed loop for `ms`; counted into `tally` when given. */
-async function slice(side: Side, ms: number, tally: Tally | undefined, servers: number[] = []): Promise<void> {
-  const serversBefore = sum(servers.map(cpuMicrosOf))
-  const satelliteBefore = side.satellite === undefined ? 0 : cpuMicrosOf(side.satellite)
-  const clientBefore = process.cpuUsage()
-  const began = performance.now()
-  const until = began + ms
-  await Promise.all(side.sessions.map(async (session) => {
-    while (performance.now() < until) {
-      const sent = performance.now()
-      try {
-        await session.client.callTool(ECHO)
-        if (tally !== undefined) {
-          tally.latencies.push(performance.now() - sent)
-          tally.calls += 1
-        }
-      } catch (error) {
-        if (tally !== undefined) {
-          tally.errors += 1
-          tally.firstError ??= describe(error)
-        }
-      }
-    }
-  }))
-  if (tally === undefined) return
-  tally.ms += performance.now() - began
-  tally.serversCpuMicros += sum(servers.map(cpuMicrosOf)) - serversBefore
-  if (side.satellite !== undefined) tally.satelliteCpuMicros += cpuMicrosOf(side.satellite) - satelliteBefore
-  const client = process.cpuUsage(clientBefore)
-  tally.clientCpuMicros += client.user + client.system
-}
-
-function result(tally: Tally, side: Side): SideResult {
-  const sorted = Float64Array.from(tally.latencies).sort()
-  const at = (quantile: number) => (sorted.length === 0 ? 0 : round1(sorted[Math.min(sorted.length - 1, Math.floor(quantile * sorted.length))]!))
-  const perCall = (micros: number) => (tally.calls === 0 ? 0 : Math.round(micros / tally.calls))
-  return {
-    calls_per_s: Math.round((tally.calls * 1000) / tally.ms), p50_ms: at(0.5), p99_ms: at(0.99), errors: tally.errors,
-    ...(tally.firstError === undefined ? {} : { first_error: tally.firstError }),
-    ...(side.satellite === undefined ? {} : { satellite_cpu_us: perCall(tally.satelliteCpuMicros) }),
-    servers_cpu_us: perCall(tally.serversCpuMicros), client_cpu_us: perCall(tally.clientCpuMicros),
-  }
-}
-
-/** A warm-up of each side, then `seconds` of each in one-second slices taken in turn (the order swapped every round). */
-async function measure(direct: Side, satellite: Side, seconds: number, warmupSeconds: number): Promise<{ direct: SideResult; satellite: SideResult }> {
-  for (const side of [direct, satellite]) await slice(side, warmupSeconds * 1000, undefined)
-  const servers = new Map([direct, satellite].map((side) => [side, side.servers()]))
-  const tallies = new Map([direct, satellite].map((side) => [side, newTally()]))
-  for (let round = 0; round < Math.max(1, Math.round((seconds * 1000) / SLICE_MS)); round++) {
-    for (const side of round % 2 === 0 ? [direct, satellite] : [satellite, direct]) await slice(side, SLICE_MS, tallies.get(side), servers.get(side))
-  }
-  return { direct: result(tallies.get(direct)!, direct), satellite: result(tallies.get(satellite)!, satellite) }
-}
-
-/** Resident memory of a set of processes, in MiB, with their count and how many of them are Node servers. */
-function memoryOf(pids: number[]): { processes: number; node_processes: number; rss_mb: number } {
-  return { processes: pids.length, node_processes: pids.filter(isNode).length, rss_mb: round1(sum(pids.map(rssMbOf))) }
-}
-
-const closeAll = (sessions: Session[]) => Promise.all(sessions.map((session) => session.close().catch(() => undefined)))
-
-type Pair = { direct: SideResult; satellite: SideResult }
-
-function compared(measured: Pair) {
-  const percent = round1((measured.satellite.calls_per_s / measured.direct.calls_per_s) * 100)
-  const added = round1(measured.satellite.p99_ms - measured.direct.p99_ms)
-  return { ...measured, percent_of_direct: percent, p99_added_ms: added }
-}
-
-type Compared = ReturnType<typeof compared>
 
 /**
  * The two sides with every session (against the targets) and `memory()` read right after, then
@@ -246,7 +76,11 @@ async function main(): Promise<void> {
   const elapsed = () => Math.round((performance.now() - began) / 100) / 10
   const isolation = chosenIsolation()
   say(`MCP tools/call (server-everything's echo), ${SESSIONS} client sessions a side, ${SECONDS} s of each side in 1 s slices taken in turn after ${WARMUP_SECONDS} s of warm-up`)
-  const platform = await startPlatform(isolation.mode)
+  const profileDir = process.env.BENCH_MCP_PROFILE_DIR?.trim()
+  const platform = await startPlatform(isolation.mode, {
+    ...(profileDir ? { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] } : {}),
+    ...(process.env.BENCH_MCP_SATELLITE?.trim() ? { satelliteMain: process.env.BENCH_MCP_SATELLITE.trim() } : {}),
+  })
   const satellitePid = platform.satellite.child.pid!
   const report: Record<string, unknown> = {
     date: new Date().toISOString(), machine: { cpus: cpus().length, node: process.version, load_average: loadavg().map(round1) },
@@ -288,7 +122,24 @@ async function main(): Promise<void> {
     )
     const stdioMemory = stdio.memory
     report.stdio = { ...stdio, opened_in_s: { direct: directStdio.seconds, satellite: throughStdio.seconds } }
-    await closeOpen()
+    await closeAll(open.pop()!)
+
+    // The clients alone, against the direct stdio sessions: what the SDK client's own streamable
+    // HTTP leaves of direct's calls/s to anything behind it, whatever that costs.
+    const floorServer = await startFloorServer()
+    let floor: Compared
+    try {
+      const floorSessions = await opened(() => httpSession(floorServer.url))
+      floor = compared(await measure(
+        { path: 'direct', sessions: directStdio.sessions, servers: directPids },
+        { path: 'floor', sessions: floorSessions.sessions, servers: () => [floorServer.child.pid!] },
+        SECONDS, WARMUP_SECONDS,
+      ))
+      report.clients_alone = { ...floor, server: 'bench/mcp-floor-server.ts' }
+      await closeOpen()
+    } finally {
+      await stopChild(floorServer.child)
+    }
 
     // remote: two identical server processes, one for the direct sessions, one behind the satellite.
     direct = await startRemoteServer()
@@ -318,6 +169,7 @@ async function main(): Promise<void> {
       ['stdio', stdio.sessions, SESSIONS], ['remote', remote.sessions, SESSIONS],
       ...(stdio.one_session === undefined ? [] : [['stdio', stdio.one_session, 1] as const]),
       ...(remote.one_session === undefined ? [] : [['remote', remote.one_session, 1] as const]),
+      ['stdio', floor, SESSIONS, 'the SDK clients alone (bench/mcp-floor-server.ts)'],
     ]))
     say()
     say(`memory with ${SESSIONS} sessions open on each side (RSS, MiB):`)
@@ -337,16 +189,17 @@ async function main(): Promise<void> {
 }
 
 /** One row per side: the ratio and the added p99 against the targets on the rows with every session. */
-function table(kinds: ReadonlyArray<readonly [string, Compared, number]>): string {
+function table(kinds: ReadonlyArray<readonly [string, Compared, number, string?]>): string {
   const header = ['', 'sessions', 'calls/s', 'p50/p99 ms', 'of direct', 'p99 added', 'CPU µs/call: satellite / servers / clients', 'errors']
   const rows: string[][] = []
-  for (const [kind, measured, sessions] of kinds) {
-    const targets = sessions === SESSIONS
+  for (const [kind, measured, sessions, instead] of kinds) {
+    // The clients alone are no candidate for the targets: their row stands for what any satellite could reach at most.
+    const targets = sessions === SESSIONS && instead === undefined
     for (const path of ['direct', 'satellite'] as const) {
       const side = measured[path]
       const through = path === 'satellite'
       rows.push([
-        `${kind}, ${through ? 'through the satellite' : 'directly'}`, String(sessions),
+        `${kind}, ${through ? instead ?? 'through the satellite' : 'directly'}`, String(sessions),
         String(side.calls_per_s), `${side.p50_ms}/${side.p99_ms}`,
         !through ? '' : `${measured.percent_of_direct} %${targets ? ` (≥ ${TARGET_PERCENT} %: ${measured.percent_of_direct >= TARGET_PERCENT ? 'met' : 'MISSED'})` : ''}`,
         !through ? '' : `${measured.p99_added_ms} ms${targets ? ` (≤ ${TARGET_P99_ADDED_MS} ms: ${measured.p99_added_ms <= TARGET_P99_ADDED_MS ? 'met' : 'MISSED'})` : ''}`,

@@ -89,7 +89,17 @@ export async function startRemoteServer(): Promise<RemoteServer> {
   return { child, url, sessions: () => opened }
 }
 
-async function stopChild(child: ChildProcess): Promise<void> {
+/** bench/mcp-floor-server.ts in a process of its own, answering at `<url>`. */
+export async function startFloorServer(): Promise<{ child: ChildProcess; url: string }> {
+  const child = track(spawn(process.execPath, [join(projectRoot, 'dist/bench/mcp-floor-server.js')], { stdio: ['ignore', 'pipe', 'inherit'] }))
+  const [line] = await Promise.race([
+    once(createInterface({ input: child.stdout! }), 'line') as Promise<[string]>,
+    once(child, 'exit').then(([code]) => Promise.reject(new Error(`the floor server exited with ${code}`))),
+  ])
+  return { child, url: line }
+}
+
+export async function stopChild(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return
   const exited = once(child, 'exit')
   child.kill('SIGTERM')
