@@ -146,7 +146,14 @@ export function chosenIsolation(): { mode: string; why: string } {
   return { mode: 'none', why: 'bubblewrap (bwrap) is not installed' }
 }
 
-export async function startPlatform(isolation: string): Promise<Platform> {
+export interface PlatformOptions {
+  /** Options for the satellite's Node (say `--cpu-prof`), before its script. */
+  nodeArgs?: string[]
+  /** The satellite's entry point: this build's unless another build is to be measured. */
+  satelliteMain?: string
+}
+
+export async function startPlatform(isolation: string, options: PlatformOptions = {}): Promise<Platform> {
   const dataDir = mkdtempSync(join(tmpdir(), 'mcp-bench-'))
   const upstream = await startRemoteServer()
   const { env: startEnv, args } = startCommand()
@@ -178,7 +185,7 @@ export async function startPlatform(isolation: string): Promise<Platform> {
     const satellitePort = await freePort()
     const satelliteUrl = `http://127.0.0.1:${satellitePort}`
     const log = openSync(logFile, 'a')
-    satellite = track(spawn(process.execPath, ['--enable-source-maps', join(projectRoot, 'dist/examples/satellite/src/main.js')], {
+    satellite = track(spawn(process.execPath, [...(options.nodeArgs ?? []), '--enable-source-maps', options.satelliteMain ?? join(projectRoot, 'dist/examples/satellite/src/main.js')], {
       env: {
         PATH: process.env.PATH ?? '', LANG: process.env.LANG ?? 'C.UTF-8',
         BACKEND_URL: backendUrl, REGISTRATION_TOKEN: registration.token, SATELLITE_NAME: 'mcp-bench', HOST: '127.0.0.1',

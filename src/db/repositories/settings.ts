@@ -1,4 +1,5 @@
 import { and, eq, inArray, isNull, sql } from 'drizzle-orm'
+import { topics } from '../feed/topics.js'
 import type { Database, Db } from '../types.js'
 
 export interface SettingRow {
@@ -20,8 +21,10 @@ export type SettingsRepository = ReturnType<typeof settingsRepository>
 
 const REVISION_ROW = 1
 
-export function settingsRepository({ db, t, transaction }: Database) {
+export function settingsRepository({ db, t, transaction, changes }: Database) {
   const bumpRevision = async (executor = db): Promise<number> => {
+    // What this instance keeps of the settings ends at the commit (the database's trigger tells the others).
+    changes.tell(executor, topics.settings)
     const [row] = await executor
       .update(t.settingsRevision)
       .set({ revision: sql`${t.settingsRevision.revision} + 1` })
