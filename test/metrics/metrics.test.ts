@@ -191,7 +191,7 @@ describe.each(DIALECTS)('GET /api/metrics on %s', (dialect) => {
       expect(valueOf(samples, 'db_pool_max_connections')).toBe(10)
     })
 
-    it('counts the credential lookups answered from memory (PostgreSQL; SQLite checks its change stamp and exports none)', async () => {
+    it('counts the credential lookups answered from memory (on SQLite, after its change stamp is compared)', async () => {
       const lookups = (samples: Awaited<ReturnType<typeof scrape>>['samples'], result: string) =>
         valueOf(samples, 'credential_cache_lookups_total', { lookup: 'session_by_digest', result }) ?? 0
       if (dialect === 'postgresql') await until(() => app.services.database.changes.up, { what: 'the change feed' })
@@ -200,10 +200,6 @@ describe.each(DIALECTS)('GET /api/metrics on %s', (dialect) => {
         expect((await app.inject({ method: 'GET', url: '/api/users/me', headers: { cookie: user.cookie } })).statusCode).toBe(200)
       }
       const { samples } = await scrape()
-      if (dialect === 'sqlite') {
-        expect(samples.filter((sample) => sample.name.startsWith('credential_cache_'))).toEqual([])
-        return
-      }
       expect(lookups(samples, 'hit') - lookups(before, 'hit')).toBeGreaterThanOrEqual(2)
       expect(valueOf(samples, 'credential_cache_entries', { lookup: 'session_by_digest' })).toBeGreaterThanOrEqual(1)
     })

@@ -48,18 +48,9 @@ export function openSqlite(path: string, onQuery?: QueryTimer): Database {
   let holder: Holder | null = null
   let queue: Promise<void> = Promise.resolve()
 
-  // The stamp is compared once per turn of the event loop (the requests parsed together share the
-  // comparison) and again after any write of this process; another process's commit is seen from
-  // the next turn on.
-  let stampChecked = false
-  const forgetCheck = () => {
-    stampChecked = false
-  }
 
   const run = (sql: string, params: unknown[], method: string) => {
     const statement = prepare(sql)
-    // This process's own write is seen by the next `fresh`, in this turn of the event loop too.
-    if (!statement.readonly) stampChecked = false
     if (method === 'run' || !statement.reader) {
       const result = statement.run(...params)
       return { rows: [], changes: result.changes }
@@ -121,11 +112,7 @@ export function openSqlite(path: string, onQuery?: QueryTimer): Database {
     seesEverything: true,
     fresh() {
       if (holder !== null) return false
-      if (!stampChecked) {
-        stampChecked = true
-        setImmediate(forgetCheck)
-        if (stampMoved()) subscribers.deliver(topics.everything)
-      }
+      if (stampMoved()) subscribers.deliver(topics.everything)
       return true
     },
     async notify(executor, topic) {
