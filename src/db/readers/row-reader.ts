@@ -12,7 +12,7 @@ export interface ReaderOptions<O, A> {
   optional?: readonly O[]
   /**
    * Answer again with the row read for the same parameter until a change ends it (kept-answers.ts).
-   * For lookups with one parameter whose answer depends on nothing else (no clock: the caller
+   * Keyed by the parameters' values, for lookups whose answer depends on nothing else (no clock: the caller
    * checks expiry itself). Answers are frozen, since requests share them.
    *
    * On PostgreSQL, where another instance's commit is known only by its notification, answers are
@@ -77,14 +77,13 @@ export function rowReader<P extends Parts, O extends keyof P = never>(
     return Object.freeze(answer)
   }
   if (reuse) {
-    const named = params.filter((param) => 'name' in param)
-    if (named.length !== 1) throw new Error(`rowReader ${name}: a reused answer is keyed by one parameter, not ${named.length}`)
-    const keyName = (named[0] as { name: string }).name
+    const keyNames = params.flatMap((param) => ('name' in param ? [param.name] : []))
+    const keyOf = (values: Record<string, unknown>) => keyNames.map((keyName) => String(values[keyName])).join('\n')
     const read = database.prepareRow(name, query.sql)
     const kept = keptAnswers(database, name, () => new KeptAnswers(name, database.changes, {
       families: topics?.families, topicsOf: topics?.of as never, max: KEPT_ANSWERS_MAX, maxAgeMs: KEPT_ANSWERS_MAX_AGE_MS,
     }))
-    return ((values: Record<string, unknown>) => kept.read(String(values[keyName]), async () => {
+    return ((values: Record<string, unknown>) => kept.read(keyOf(values), async () => {
       const row = await read(bind(values))
       return row === undefined ? undefined : frozen(row)
     })) as never

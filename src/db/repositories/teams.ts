@@ -3,7 +3,7 @@ import { slugCandidates, slugify } from '../../lib/slug.js'
 import { newId } from '../ids.js'
 import { desiredStamps } from './desired-stamps.js'
 import { rowReader } from '../readers/row-reader.js'
-import { topics } from '../feed/topics.js'
+import { families, topics } from '../feed/topics.js'
 import type { Database, Db } from '../types.js'
 
 export type TeamRow = Database['t']['teams']['$inferSelect']
@@ -51,7 +51,12 @@ const membershipRows = new WeakMap<Database, ReturnType<typeof membershipReader>
 const membershipReader = (database: Database) => rowReader(database, 'team_membership_row', { member: database.t.teamMembers }, (selection) => database.db
   .select(selection)
   .from(database.t.teamMembers)
-  .where(and(eq(database.t.teamMembers.userId, sql.placeholder('userId')), eq(database.t.teamMembers.teamId, sql.placeholder('teamId')))))
+  .where(and(eq(database.t.teamMembers.userId, sql.placeholder('userId')), eq(database.t.teamMembers.teamId, sql.placeholder('teamId')))), {
+  // Every team route asks it: kept until the member's teams change (`member:<id>`, sent by the
+  // database for every write to team_members and told here at the commit of this instance's own).
+  reuse: true,
+  topics: { families: [families.member], of: ({ member }) => [topics.member(member.userId)] },
+})
 
 export function teamsRepository(database: Database, executor: Db = database.db) {
   const { t, dialect } = database
