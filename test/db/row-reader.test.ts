@@ -100,10 +100,12 @@ describe.each(DIALECTS)('reusing row reader on %s', (dialect) => {
     expect((await read({ id: userId }))!.user.firstName).toBe('After')
   })
 
-  it('refuses a query with more than one parameter', () => {
-    expect(() => rowReader(database, `test_reuse_two_${dialect}`, { user: database.t.users }, (selection) => database.db
+  it('keys a query of several parameters by all of them', async () => {
+    const read = rowReader(database, `test_reuse_two_${dialect}`, { user: database.t.users }, (selection) => database.db
       .select(selection as never).from(database.t.users)
-      .where(and(eq(database.t.users.id, sql.placeholder('id')), eq(database.t.users.email, sql.placeholder('email')))), { reuse: true }))
-      .toThrow(/one parameter/)
+      .where(and(eq(database.t.users.id, sql.placeholder('id')), eq(database.t.users.email, sql.placeholder('email')))), { reuse: true })
+    expect((await read({ id: userId, email: 'reused@example.test' }))!.user.id).toBe(userId)
+    expect(await read({ id: userId, email: 'someone-else@example.test' })).toBeUndefined()
+    expect((await read({ id: userId, email: 'reused@example.test' }))!.user.id).toBe(userId)
   })
 })
