@@ -124,6 +124,13 @@ export function satellitesRepository(database: Database, executor: Db = database
     },
 
     /** The satellite said it stopped cleanly: `offline` until its next heartbeat. Null when it is disabled or gone. */
+    /** The teams with installations placed on the satellite: the ones whose lists show it. */
+    async teamsPlacedOn(id: string): Promise<string[]> {
+      const installations = t.mcpInstallations
+      const rows = await db.selectDistinct({ teamId: installations.teamId }).from(installations).where(eq(installations.satelliteId, id))
+      return rows.map((row) => row.teamId)
+    },
+
     async markOffline(id: string, now: Date): Promise<SatelliteRow | null> {
       const [row] = await db.update(satellites).set({ offlineAt: now, updatedAt: now }).where(and(eq(satellites.id, id), enabled)).returning()
       return row ?? null

@@ -25,6 +25,8 @@ export const POLL_INTERVAL_SECONDS = 30
 /** What the backend keeps of an instance besides the document: to accept reports and mask logs. */
 export interface InstanceFacts {
   installationId: string
+  /** The installation's team: its lists show what the satellite reports of the instance. */
+  teamId: string
   userId: string | null
   specHash: string
   /** The installation's spec_revision the spec was built from. */
@@ -140,7 +142,7 @@ export async function buildDocument(
       const tools = toolFields(row.installation, reportedTools.get(instanceId) ?? [], approvals.get(row.installation.id) ?? [])
       pending.push(sealed.then((secrets) => ({ ...built.document, secrets, ...tools })))
       facts.set(instanceId, {
-        installationId: row.installation.id, userId: built.document.user_id, specHash: built.document.spec_hash,
+        installationId: row.installation.id, teamId: row.installation.teamId, userId: built.document.user_id, specHash: built.document.spec_hash,
         specRevision: row.installation.specRevision, secretValues: maskedValuesOf(built.secrets),
         maskedValues: maskedValuesOf(built.secrets), rotation: built.rotation,
       })

@@ -1,6 +1,7 @@
 import type { ChannelRepository, InstanceLogRow } from '../../db/repositories/channel.js'
 import type { Database, Db } from '../../db/types.js'
 import { newId } from '../../db/ids.js'
+import { topics } from '../../db/feed/topics.js'
 import type { ReportedTool } from '../../formats/satellite-reports.js'
 import { errors } from '../../http/errors.js'
 import type { Clock } from '../../lib/clock.js'
@@ -44,7 +45,7 @@ export class ChannelReports {
   constructor(private readonly deps: {
     channel: ChannelRepository; documents: DesiredStates; clock: Clock
     /** Runs transactions: a tools report is stored and governed in one. */
-    database: Pick<Database, 'transaction'>
+    database: Pick<Database, 'transaction' | 'db' | 'changes'>
     /**
      * Tool governance: wraps the storing of each tools report in the same transaction (`store`
      * answers whether the instance's list, names and definition hashes, changed), so what is held
@@ -57,6 +58,7 @@ export class ChannelReports {
     const current = await this.instancesOf(satelliteId)
     let accepted = 0
     const now = this.now()
+    const teams = new Set<string>()
     for (const report of instances) {
       const facts = current.get(report.instance_id)
       if (facts === undefined || facts.specHash !== report.spec_hash) continue
@@ -65,8 +67,12 @@ export class ChannelReports {
         specRevision: facts.specRevision, specHash: facts.specHash, phase: report.phase, message: report.message ?? null,
         startedAt: report.started_at === undefined ? null : new Date(report.started_at), reportedAt: now,
       })
+      teams.add(facts.teamId)
       accepted++
     }
+    // The teams' lists show the phases: this instance answers with them at its next request (the
+    // database's trigger tells the others, and this one too, once its notification arrives).
+    for (const teamId of teams) this.deps.database.changes.tell(this.deps.database.db, topics.installations(teamId))
     return { accepted, ignored: instances.length - accepted }
   }
 
@@ -85,6 +91,7 @@ export class ChannelReports {
       }
       if (this.deps.onTools === undefined) await store()
       else await this.deps.onTools(tx, facts.installationId, store)
+      this.deps.database.changes.tell(tx, topics.installations(facts.teamId))
     })
     return tools.length
   }

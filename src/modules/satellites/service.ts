@@ -4,7 +4,8 @@ import { newId } from '../../db/ids.js'
 import type { RegistrationTokensRepository } from '../../db/repositories/registration-tokens.js'
 import type { ReportedStatus, SatelliteFilter, SatelliteIsolation, SatelliteRow, SatellitesRepository } from '../../db/repositories/satellites.js'
 import type { TeamsRepository } from '../../db/repositories/teams.js'
-import type { Database } from '../../db/types.js'
+import type { Database, Db } from '../../db/types.js'
+import { topics } from '../../db/feed/topics.js'
 import { errors } from '../../http/errors.js'
 import type { Clock } from '../../lib/clock.js'
 import { randomToken, type Digester } from '../../lib/tokens.js'
@@ -108,7 +109,10 @@ export class SatelliteService {
           : await rows.reRegister(existing.id, { ...details, ...(keyReplaced(existing.publicKey, details.publicKey) ? { publicKeyChangedAt: now } : {}) })
         if (row === null) continue
         // A satellite registering again may bring a new key or URL: its document is sealed and addressed anew.
-        if (existing !== undefined) await desiredStamps(database, tx).satellites([row.id])
+        if (existing !== undefined) {
+          await desiredStamps(database, tx).satellites([row.id])
+          await this.tellLists(row.id, tx)
+        }
         if (!(await tokens.with(tx).spend(token.tokenId, row.id, now))) {
           throw invalidRegistrationToken(rowRefusal(await tokens.with(tx).find(token.tokenId), now) ?? 'used')
         }
@@ -131,10 +135,15 @@ export class SatelliteService {
   }
 
   async heartbeat(id: string, report: Heartbeat): Promise<SatelliteRow> {
+    const now = this.now()
+    const before = await this.deps.satellites.find(id)
     const row = await this.deps.satellites.heartbeat(id, {
-      status: report.status, metrics: report.system_metrics, version: report.version, isolation: report.isolation, runtimes: report.runtimes, now: this.now(),
+      status: report.status, metrics: report.system_metrics, version: report.version, isolation: report.isolation, runtimes: report.runtimes, now,
     })
-    if (row !== null) return row
+    if (row !== null) {
+      if (before === undefined || shownDifferently(before, row, now)) await this.tellLists(id)
+      return row
+    }
     // Disabled or deleted since its key was checked.
     if ((await this.deps.satellites.find(id)) !== undefined) throw errors.satelliteDisabled()
     throw errors.unauthorized()
@@ -143,7 +152,10 @@ export class SatelliteService {
   /** A clean stop: the satellite reads `offline`, and its installations `unknown`, until its next heartbeat. */
   async markOffline(id: string): Promise<SatelliteRow> {
     const row = await this.deps.satellites.markOffline(id, this.now())
-    if (row !== null) return row
+    if (row !== null) {
+      await this.tellLists(id)
+      return row
+    }
     if ((await this.deps.satellites.find(id)) !== undefined) throw errors.satelliteDisabled()
     throw errors.unauthorized()
   }
@@ -177,6 +189,7 @@ export class SatelliteService {
       if (row === null) throw errors.notFound('Satellite')
       // A held long-poll of the satellite answers at once (403 once disabled).
       await desiredStamps(database, tx).satellites([id])
+      await this.tellLists(id, tx)
       await audit.record(disabling ? 'satellite.disabled' : 'satellite.enabled', { actorId: actor.userId, ip: actor.ip, target: id, details: { name: row.name } }, tx)
       return row
     })
@@ -186,6 +199,7 @@ export class SatelliteService {
   async delete(id: string, actor: SatelliteActor): Promise<void> {
     const { database, satellites, audit } = this.deps
     await database.transaction(async (tx) => {
+      await this.tellLists(id, tx)
       const row = await satellites.with(tx).delete(id)
       if (row === null) throw errors.notFound('Satellite')
       // A held long-poll of the satellite answers at once (401: its key is gone).
@@ -203,6 +217,19 @@ export class SatelliteService {
     return url === undefined || url === null ? null : `${url}/mcp`
   }
 
+  /**
+   * Tells this instance that the installation lists of the teams placed on the satellite changed
+   * (what they show of it: online or not, its name, URL or key), at the commit of `tx` or at once.
+   * The database's trigger tells every instance the same (migration 0024 on PostgreSQL), but only
+   * once its notification arrives: this makes the instance that took the write answer with it at
+   * its next request.
+   */
+  private async tellLists(id: string, tx?: Db): Promise<void> {
+    const { database, satellites } = this.deps
+    const executor = tx ?? database.db
+    for (const teamId of await satellites.with(executor).teamsPlacedOn(id)) database.changes.tell(executor, topics.installations(teamId))
+  }
+
   /** Heartbeats before this instant make a reporting satellite `offline`. */
   silentSince(): Date {
     return new Date(this.deps.clock.now() - OFFLINE_AFTER_MS)
@@ -211,4 +238,10 @@ export class SatelliteService {
   private now(): Date {
     return new Date(this.deps.clock.now())
   }
+}
+
+/** Whether a heartbeat changed what installation lists show of the satellite (as the database's trigger decides). */
+function shownDifferently(before: SatelliteRow, after: SatelliteRow, now: Date): boolean {
+  return before.status !== after.status || before.offlineAt !== null || before.lastHeartbeatAt === null ||
+    now.getTime() - before.lastHeartbeatAt.getTime() >= OFFLINE_AFTER_MS
 }
