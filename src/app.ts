@@ -189,7 +189,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     const { auth, beforeSetup, limiter, plugin } = routeOptionsOf(request).config
     // The routes of a plugin that failed after adding them do not exist.
     if (plugin !== undefined && plugin.status !== 'loaded') return refuse(errors.routeNotFound(request.method, request.url))
-    if (beforeSetup !== true && !lifecycle.ready) return refuse(errors.databaseNotConfigured())
+    if (lifecycle.ready) lifecycle.current.database.changes.lookAgain()
+    else if (beforeSetup !== true) return refuse(errors.databaseNotConfigured())
     const crossSiteRefusal = crossSite(request)
     if (crossSiteRefusal !== null) return refuse(crossSiteRefusal)
     const policy = auth === undefined || auth.kind === 'public' ? null : auth

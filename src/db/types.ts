@@ -76,9 +76,16 @@ export interface ChangeFeed {
    * Whether answers kept in memory may be given now, after bringing the feed up to date. PostgreSQL:
    * while `up`. SQLite: unless a transaction is open (its writes are nobody else's yet), after
    * comparing the database's change stamp, which moves with every write of this process and every
-   * commit of another; when it moved, `everything` is delivered first. Cheap: called on every kept read.
+   * commit of another; when it moved, `everything` is delivered first. Cheap: called on every kept read
+   * (SQLite reads the stamp once for the kept reads of one request, see `lookAgain`).
    */
   fresh(): boolean
+  /**
+   * A request begins: the next `fresh` brings the feed up to date again rather than trusting what
+   * it learned earlier in this turn of the event loop (SQLite reads its change stamp once per turn
+   * and request; PostgreSQL hears every change by itself and does nothing here).
+   */
+  lookAgain(): void
   /**
    * Whether `fresh` sees every change to the database (SQLite), so that an answer may be kept even
    * with no topic naming what it depends on. On PostgreSQL only topics end kept answers.

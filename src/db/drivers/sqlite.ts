@@ -13,6 +13,14 @@ import type { Database, Db, QueryTimer, Tables } from '../types.js'
 
 const STATEMENT_CACHE_SIZE = 500
 
+/**
+ * Statements that may write, run through any SQLite database this process opened. A change stamp
+ * read in this turn of the event loop stands for the whole turn only while this count has not
+ * moved (see `fresh`): two databases of one process on one file (tests run two instances so) write
+ * and read in the same turn.
+ */
+let writesInProcess = 0
+
 interface Holder {
   tx?: Db
   released: Promise<void>
@@ -51,6 +59,7 @@ export function openSqlite(path: string, onQuery?: QueryTimer): Database {
 
   const run = (sql: string, params: unknown[], method: string) => {
     const statement = prepare(sql)
+    if (!statement.readonly) writesInProcess++
     if (method === 'run' || !statement.reader) {
       const result = statement.run(...params)
       return { rows: [], changes: result.changes }
@@ -107,13 +116,32 @@ export function openSqlite(path: string, onQuery?: QueryTimer): Database {
   // feed never counts as up; what is kept in memory is checked against the change stamp instead
   // (`fresh`), and a held long-poll looks again once a second.
   const subscribers = new Subscribers()
+  // The stamp is read once per request and turn of the event loop: the kept reads of one request
+  // (its credential, the team it names, the list it asks for) share one reading, as if they had
+  // all been made when the request began. A new request (`lookAgain`), the next turn, or a write
+  // by this process (counted above) makes the next kept read look again; so another process's
+  // commit is seen by every request that begins after it.
+  let stampReadThisTurn = false
+  let writesAtStampRead = -1
+  const turnEnded = () => {
+    stampReadThisTurn = false
+  }
   const changes: ChangeFeed = {
     up: false,
     seesEverything: true,
     fresh() {
       if (holder !== null) return false
+      if (stampReadThisTurn && writesAtStampRead === writesInProcess) return true
       if (stampMoved()) subscribers.deliver(topics.everything)
+      if (!stampReadThisTurn) {
+        stampReadThisTurn = true
+        setImmediate(turnEnded)
+      }
+      writesAtStampRead = writesInProcess
       return true
+    },
+    lookAgain() {
+      writesAtStampRead = -1
     },
     async notify(executor, topic) {
       changes.tell(executor, topic)

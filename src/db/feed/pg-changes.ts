@@ -40,6 +40,9 @@ export class PgChangeFeed implements ChangeFeed {
     return this.isUp
   }
 
+  /** Nothing to do: notifications arrive by themselves. */
+  lookAgain(): void {}
+
   readonly seesEverything = false
 
   /**
