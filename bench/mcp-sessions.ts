@@ -168,6 +168,66 @@ export async function measure(direct: Side, satellite: Side, seconds: number, wa
   return { direct: result(tallies.get(direct)!, direct), satellite: result(tallies.get(satellite)!, satellite) }
 }
 
+/**
+ * Every side at one offered rate, in an open loop: a call is due every `1000 / ratePerS` ms, goes
+ * out on the next idle session (waiting for one if all 100 are busy), and its latency runs from
+ * when it was due, not from when it went out, so a side that falls behind is charged for the
+ * calls it kept waiting. At a rate both sides sustain, the difference of their p99 is what the
+ * satellite's hop adds, where a closed loop at full speed measures mostly a queue. The sides are
+ * taken in turn, one second at a time, as in `measure`.
+ */
+export async function measurePaced(direct: Side, satellite: Side, ratePerS: number, seconds: number): Promise<{ direct: SideResult; satellite: SideResult }> {
+  const servers = new Map([direct, satellite].map((side) => [side, side.servers()]))
+  const tallies = new Map([direct, satellite].map((side) => [side, newTally()]))
+  for (let round = 0; round < Math.max(1, Math.round((seconds * 1000) / SLICE_MS)); round++) {
+    for (const side of round % 2 === 0 ? [direct, satellite] : [satellite, direct]) await pacedSlice(side, ratePerS, SLICE_MS, tallies.get(side)!, servers.get(side)!)
+  }
+  return { direct: result(tallies.get(direct)!, direct), satellite: result(tallies.get(satellite)!, satellite) }
+}
+
+async function pacedSlice(side: Side, ratePerS: number, ms: number, tally: Tally, servers: number[]): Promise<void> {
+  const serversBefore = sum(servers.map(cpuMicrosOf))
+  const satelliteBefore = side.satellite === undefined ? 0 : cpuMicrosOf(side.satellite)
+  const clientBefore = process.cpuUsage()
+  const idle = [...side.sessions]
+  const queued: number[] = []
+  const calls: Array<Promise<void>> = []
+  const call = (session: Session, due: number): void => {
+    calls.push(session.client.callTool(ECHO).then(() => {
+      tally.latencies.push(performance.now() - due)
+      tally.calls += 1
+    }, (error: unknown) => {
+      tally.errors += 1
+      tally.firstError ??= describe(error)
+    }).finally(() => {
+      const next = queued.shift()
+      if (next === undefined) idle.push(session)
+      else call(session, next)
+    }))
+  }
+  const interval = 1000 / ratePerS
+  const began = performance.now()
+  const count = Math.floor(ms / interval)
+  for (let sent = 0; sent < count;) {
+    // Every call due by now goes out (or waits for a session); then sleep until the next is due.
+    const now = performance.now()
+    for (; sent < count && began + sent * interval <= now; sent++) {
+      const due = began + sent * interval
+      const session = idle.pop()
+      if (session === undefined) queued.push(due)
+      else call(session, due)
+    }
+    if (sent < count) await new Promise((resolve) => setTimeout(resolve, Math.max(0, began + sent * interval - performance.now())))
+  }
+  // The calls still out (and those waiting for a session) are answered before the slice ends.
+  while (calls.length > 0) await Promise.all(calls.splice(0))
+  tally.ms += performance.now() - began
+  tally.serversCpuMicros += sum(servers.map(cpuMicrosOf)) - serversBefore
+  if (side.satellite !== undefined) tally.satelliteCpuMicros += cpuMicrosOf(side.satellite) - satelliteBefore
+  const client = process.cpuUsage(clientBefore)
+  tally.clientCpuMicros += client.user + client.system
+}
+
 /** Resident memory of a set of processes, in MiB, with their count and how many of them are Node servers. */
 export function memoryOf(pids: number[]): { processes: number; node_processes: number; rss_mb: number } {
   return { processes: pids.length, node_processes: pids.filter(isNode).length, rss_mb: round1(sum(pids.map(rssMbOf))) }
