@@ -47,6 +47,16 @@ export interface ScraperCaller {
 export type Caller = UserCaller | SatelliteCaller | RegistrationCaller | ScraperCaller
 
 /**
+ * A user acting through a request, as services check and record it: who, whether a global admin
+ * (who may act on any team), and the client's address for the audit trail.
+ */
+export interface UserActor {
+  userId: string
+  isGlobalAdmin: boolean
+  ip: string
+}
+
+/**
  * How each kind of credential is checked. Each answers null for an unknown, expired or revoked
  * credential. The capabilities that issue credentials (sessions, OAuth tokens, satellites)
  * provide these; until one exists, its credential is simply never valid.

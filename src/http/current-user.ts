@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify'
-import type { UserCaller } from '../auth/caller.js'
+import type { UserActor, UserCaller } from '../auth/caller.js'
 import type { UserRow, UsersRepository } from '../db/repositories/users.js'
 import { errors } from './errors.js'
 
@@ -18,14 +18,7 @@ export async function currentUser(request: FastifyRequest, users: Pick<UsersRepo
   return user
 }
 
-/** Who acts through a request, and from where (for the audit trail). */
-export interface RequestActor {
-  userId: string
-  isGlobalAdmin: boolean
-  ip: string
-}
-
 /** The calling user as the actor of a request; `caller` when the route found the user otherwise (a page's session). */
-export function requestActor(request: FastifyRequest, caller: Pick<UserCaller, 'userId' | 'role'> = userCaller(request)): RequestActor {
+export function requestActor(request: FastifyRequest, caller: Pick<UserCaller, 'userId' | 'role'> = userCaller(request)): UserActor {
   return { userId: caller.userId, isGlobalAdmin: caller.role === 'global_admin', ip: request.ip }
 }

@@ -1,4 +1,5 @@
 import * as oauth from 'oauth4webapi'
+import type { UserActor } from '../../auth/caller.js'
 import type { ConnectionsRepository } from '../../db/repositories/connections.js'
 import type { DesiredStamps } from '../../db/repositories/desired-stamps.js'
 import type { InstallationsRepository } from '../../db/repositories/installations.js'
@@ -19,11 +20,8 @@ import type { TokensBox } from './tokens-box.js'
 export const FLOW_LIFETIME_MS = 10 * 60_000
 
 /** Who starts or finishes a connection: a signed-in member, by their session. */
-export interface ConnectActor {
-  userId: string
+export interface ConnectActor extends UserActor {
   sessionId: string
-  isGlobalAdmin: boolean
-  ip: string
 }
 
 /** What the callback page says. */

@@ -1,3 +1,4 @@
+import type { UserActor } from '../../auth/caller.js'
 import type { ConnectionFilter, ConnectionRow, ConnectionsRepository, EndingReason } from '../../db/repositories/connections.js'
 import type { DesiredStamps } from '../../db/repositories/desired-stamps.js'
 import type { InstallationsRepository } from '../../db/repositories/installations.js'
@@ -25,12 +26,6 @@ export interface MyConnectionView extends Omit<ConnectionView, 'scope'> {
   scope: 'team' | 'user'
 }
 
-export interface ConnectionActor {
-  userId: string
-  isGlobalAdmin: boolean
-  ip: string
-}
-
 
 /**
  * Reading and ending connections. Endings read and delete the rows inside the caller's
@@ -50,7 +45,7 @@ export class ConnectionService {
   }) {}
 
   /** For each oauth input of the installation: the caller's own connection (user scope) or the team's. */
-  async forInstallation(teamId: string, installationId: string, actor: ConnectionActor): Promise<ConnectionView[]> {
+  async forInstallation(teamId: string, installationId: string, actor: UserActor): Promise<ConnectionView[]> {
     const detail = await this.deps.installations.find(teamId, installationId)
     if (detail === undefined) throw errors.notFound('Installation')
     const rows = await this.deps.connections.ofInstallation(installationId, [actor.userId, 'team'])
@@ -70,7 +65,7 @@ export class ConnectionService {
   }
 
   /** Forgets one connection: the caller's own (user scope), or the team's (a team admin). */
-  async delete(teamId: string, installationId: string, key: string, actor: ConnectionActor): Promise<void> {
+  async delete(teamId: string, installationId: string, key: string, actor: UserActor): Promise<void> {
     const detail = await this.deps.installations.find(teamId, installationId)
     if (detail === undefined) throw errors.notFound('Installation')
     const input = detail.installation.inputs.find((candidate) => candidate.kind === 'oauth' && candidate.key === key)
@@ -93,7 +88,7 @@ export class ConnectionService {
    * names, audits each, moves the satellites' documents on, and answers the revocation to run
    * after the commit.
    */
-  async end(filter: ConnectionFilter, reason: EndingReason, tx: Db, actor?: Partial<ConnectionActor>): Promise<{ count: number; after: () => Promise<void> }> {
+  async end(filter: ConnectionFilter, reason: EndingReason, tx: Db, actor?: Partial<UserActor>): Promise<{ count: number; after: () => Promise<void> }> {
     const connections = this.deps.connections.with(tx)
     await connections.deleteFlows({ userId: filter.userId, teamId: filter.teamId, installationId: filter.installationId })
     const rows = await connections.delete(filter)

@@ -1,3 +1,4 @@
+import type { UserActor } from '../../auth/caller.js'
 import type { ChannelRepository, InstanceLogRow } from '../../db/repositories/channel.js'
 import type { ConnectionStatuses } from '../../db/repositories/connection-statuses.js'
 import type { InstallationDetail, InstallationPage, InstallationsRepository } from '../../db/repositories/installations.js'
@@ -20,13 +21,6 @@ export interface InstallationList {
 
 /** What a client configuration lists: `<team slug>-<name>` → the endpoint. */
 export type ClientServers = Record<string, { type: 'http'; url: string }>
-
-/** Who acts on installations, and from where (for the audit trail). */
-export interface InstallationActor {
-  userId: string
-  isGlobalAdmin: boolean
-  ip: string
-}
 
 /**
  * Installations as a caller reads them: lists, one installation, the caller's own values, the
@@ -54,7 +48,7 @@ export class InstallationReads {
   }
 
   /** A team's installations; the same list object again while nothing it shows changed. */
-  async list(teamId: string, actor: InstallationActor, limit: number, offset: number): Promise<InstallationList> {
+  async list(teamId: string, actor: UserActor, limit: number, offset: number): Promise<InstallationList> {
     return this.lists.read({ kind: 'team', teamId, viewer: actor.userId }, limit, offset, async () => {
       // A member reaches this only for a team that exists; a global admin passes the route's check
       // for any id, and an unknown team must be 404 for them too, not an empty list.
@@ -66,7 +60,7 @@ export class InstallationReads {
   }
 
   /** Every installation of every team the caller is a member of (or of one such team); kept like `list`. */
-  async listMine(actor: InstallationActor, teamId: string | undefined, limit: number, offset: number): Promise<InstallationList> {
+  async listMine(actor: UserActor, teamId: string | undefined, limit: number, offset: number): Promise<InstallationList> {
     return this.lists.read({ kind: 'mine', viewer: actor.userId, teamId }, limit, offset, async () => {
       // The teams first: a membership that changes meanwhile ends the list (member:<id>) either way.
       const teams = teamId !== undefined ? [teamId] : await this.deps.teams.idsFor(actor.userId)
@@ -76,7 +70,7 @@ export class InstallationReads {
     })
   }
 
-  async get(teamId: string, id: string, actor: InstallationActor): Promise<InstallationView> {
+  async get(teamId: string, id: string, actor: UserActor): Promise<InstallationView> {
     const [view] = await this.views([await this.detail(teamId, id, actor.userId)], actor.userId)
     return view!
   }
@@ -85,7 +79,7 @@ export class InstallationReads {
    * The installation's user-scoped inputs with the caller's own values: a value that may not be
    * used where the installation is now (dropped by a move) reads as unset, with the reason.
    */
-  async myValues(teamId: string, id: string, actor: InstallationActor): Promise<InstallationView['inputs']> {
+  async myValues(teamId: string, id: string, actor: UserActor): Promise<InstallationView['inputs']> {
     const detail = await this.detail(teamId, id)
     const own = usableOwn(groupValues(await this.deps.installations.valuesOf([id], actor.userId)).get(id)?.own ?? new Map(), detail.satellite)
     return detail.installation.inputs.filter((input) => input.scope === 'user').map((input) => inputView(input, own.usable.get(input.key), own.dropped.has(input.key)))
@@ -96,7 +90,7 @@ export class InstallationReads {
    * URL that is online, running, and configured for the caller): `<team slug>-<name>` → the
    * endpoint. URLs only. An offline satellite serves nothing, so its endpoints are left out.
    */
-  async clientConfig(actor: InstallationActor, teamId: string | undefined): Promise<ClientServers> {
+  async clientConfig(actor: UserActor, teamId: string | undefined): Promise<ClientServers> {
     return this.configs.read({ kind: 'client-config', viewer: actor.userId, teamId }, 0, 0, async () => {
       const teams = teamId !== undefined ? [teamId] : await this.deps.teams.idsFor(actor.userId)
       const servers: ClientServers = {}
@@ -124,7 +118,7 @@ export class InstallationReads {
    * per-user installation (else of the member's instance reported last: the same server at the
    * same version serves the same tools).
    */
-  async tools(teamId: string, id: string, actor: InstallationActor): Promise<ReportedTool[]> {
+  async tools(teamId: string, id: string, actor: UserActor): Promise<ReportedTool[]> {
     await this.detail(teamId, id)
     const states = await this.deps.channel.allStatesOf(id)
     const seen = states.find((state) => state.userId === null || state.userId === actor.userId) ?? states[0]
@@ -135,7 +129,7 @@ export class InstallationReads {
    * Log lines, newest first: every instance's for the team's admins; a member who is not one reads
    * only the lines of their own instance of a per-user installation (403 for a shared one).
    */
-  async logs(teamId: string, id: string, actor: InstallationActor, admin: boolean, limit: number, offset: number): Promise<{ rows: InstanceLogRow[]; total: number }> {
+  async logs(teamId: string, id: string, actor: UserActor, admin: boolean, limit: number, offset: number): Promise<{ rows: InstanceLogRow[]; total: number }> {
     const detail = await this.detail(teamId, id)
     const perUser = detail.installation.inputs.some((input) => input.scope === 'user')
     if (!admin && !perUser) throw errors.forbidden({ required_permission: 'team.installations.manage' })

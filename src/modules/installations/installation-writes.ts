@@ -1,3 +1,4 @@
+import type { UserActor } from '../../auth/caller.js'
 import type { ConnectionEnding } from '../../db/repositories/connections.js'
 import type { DesiredStamps } from '../../db/repositories/desired-stamps.js'
 import type { InstallationPatch, InstallationRow, InstallationsRepository } from '../../db/repositories/installations.js'
@@ -12,7 +13,7 @@ import type { Clock } from '../../lib/clock.js'
 import type { AuditLog } from '../audit/service.js'
 import { deriveTarget, invalid, reconcileValues } from './derivation.js'
 import { checkTracking, installableServer, installableVersion } from './installable.js'
-import type { InstallationActor, InstallationReads } from './installation-reads.js'
+import type { InstallationReads } from './installation-reads.js'
 import type { InstallationMoves } from './moves.js'
 import { endedConnectionKeys, oauthDetailsFor, remoteOf, scopedConnections, withOAuthInput, type OAuthProbe } from './oauth-inputs.js'
 import type { Placement } from './placement.js'
@@ -54,7 +55,7 @@ export class InstallationWrites {
     endConnections?: ConnectionEnding
   }) {}
 
-  async create(teamId: string, body: CreateInstallationBody, actor: InstallationActor): Promise<InstallationView> {
+  async create(teamId: string, body: CreateInstallationBody, actor: UserActor): Promise<InstallationView> {
     const { installations, audit } = this.deps
     const now = this.now()
     const rules = await this.deps.placement.rules()
@@ -98,7 +99,7 @@ export class InstallationWrites {
    * Changes what the body names. A new version, target or choice of user-scoped keys derives the
    * inputs again; the values of keys that remain (in the same scope) are kept, the others dropped.
    */
-  async update(teamId: string, id: string, body: UpdateInstallationBody, actor: InstallationActor): Promise<InstallationView> {
+  async update(teamId: string, id: string, body: UpdateInstallationBody, actor: UserActor): Promise<InstallationView> {
     const { installations, audit } = this.deps
     const rules = await this.deps.placement.rules()
     const before = (await this.deps.reads.detail(teamId, id)).installation
@@ -171,7 +172,7 @@ export class InstallationWrites {
   }
 
   /** Asks the satellite to restart the installation's instances (a new restart generation). */
-  async restart(teamId: string, id: string, actor: InstallationActor): Promise<InstallationView> {
+  async restart(teamId: string, id: string, actor: UserActor): Promise<InstallationView> {
     await teamTransaction(this.deps, teamId, async (tx) => {
       const current = await lockedInstallation(this.deps.installations, teamId, id, tx)
       await this.deps.installations.with(tx).update(id, { restartGeneration: current.restartGeneration + 1 }, { respec: true, now: this.now() })
@@ -182,7 +183,7 @@ export class InstallationWrites {
   }
 
   /** Removes it with its values; its satellite stops it at its next poll. */
-  async delete(teamId: string, id: string, actor: InstallationActor): Promise<void> {
+  async delete(teamId: string, id: string, actor: UserActor): Promise<void> {
     let revoke = async () => {}
     await teamTransaction(this.deps, teamId, async (tx) => {
       await lockedInstallation(this.deps.installations, teamId, id, tx)

@@ -1,3 +1,4 @@
+import type { UserActor } from '../../auth/caller.js'
 import type { ChannelRepository } from '../../db/repositories/channel.js'
 import type { DesiredStamps } from '../../db/repositories/desired-stamps.js'
 import type { InstallationRow, InstallationsRepository } from '../../db/repositories/installations.js'
@@ -9,7 +10,6 @@ import { definitionOf, type ToolDefinition } from '../../formats/tool-definition
 import { errors } from '../../http/errors.js'
 import type { Clock } from '../../lib/clock.js'
 import type { AuditLog } from '../audit/service.js'
-import type { InstallationActor } from './installation-reads.js'
 import { hashOf, heldOf, newlyHeld, refusedByPolicy, sameHeld, stateOf, type Approval, type HeldTool, type ToolState } from './tool-governance.js'
 import { lockedInstallation, teamTransaction } from './team-writes.js'
 
@@ -97,7 +97,7 @@ export class ToolGovernance {
   }
 
   /** Sets the deny-list or the allow-list (the other is cleared); an empty deny-list clears both. */
-  async setPolicy(teamId: string, id: string, body: { disabled_tools?: string[]; allowed_tools?: string[] }, actor: InstallationActor): Promise<ToolPolicyView> {
+  async setPolicy(teamId: string, id: string, body: { disabled_tools?: string[]; allowed_tools?: string[] }, actor: UserActor): Promise<ToolPolicyView> {
     return teamTransaction(this.deps, teamId, async (tx) => {
       const current = await lockedInstallation(this.deps.installations, teamId, id, tx)
       const unique = (names: string[]) => [...new Set(names)].sort()
@@ -119,7 +119,7 @@ export class ToolGovernance {
    * Pins these definitions: each hash must be one a satellite reported for that tool (409
    * TOOL_DEFINITION_UNKNOWN otherwise, and nothing is approved). The first approval turns pin_tools on.
    */
-  async approve(teamId: string, id: string, tools: Array<{ name: string; hash: string }>, actor: InstallationActor): Promise<GovernedTool[]> {
+  async approve(teamId: string, id: string, tools: Array<{ name: string; hash: string }>, actor: UserActor): Promise<GovernedTool[]> {
     await teamTransaction(this.deps, teamId, async (tx) => {
       const current = await lockedInstallation(this.deps.installations, teamId, id, tx)
       const reported = await this.deps.channel.with(tx).allStatesOf(id)

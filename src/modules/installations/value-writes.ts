@@ -1,3 +1,4 @@
+import type { UserActor } from '../../auth/caller.js'
 import type { DesiredStamps } from '../../db/repositories/desired-stamps.js'
 import type { InstallationsRepository } from '../../db/repositories/installations.js'
 import type { SatellitesRepository } from '../../db/repositories/satellites.js'
@@ -7,7 +8,7 @@ import type { InstallationInput } from '../../formats/installation-inputs.js'
 import { errors } from '../../http/errors.js'
 import type { Clock } from '../../lib/clock.js'
 import type { AuditLog } from '../audit/service.js'
-import type { InstallationActor, InstallationReads } from './installation-reads.js'
+import type { InstallationReads } from './installation-reads.js'
 import { approvalFor } from './own-values.js'
 import type { ValueBox } from './sealed-values.js'
 import type { InstallationView } from './schemas.js'
@@ -35,7 +36,7 @@ export class ValueWrites {
   }) {}
 
   /** The team's values (team-scoped keys), all or nothing. */
-  async setValues(teamId: string, id: string, values: ValueMap, actor: InstallationActor): Promise<InstallationView> {
+  async setValues(teamId: string, id: string, values: ValueMap, actor: UserActor): Promise<InstallationView> {
     await teamTransaction(this.deps, teamId, async (tx) => {
       const current = await lockedInstallation(this.deps.installations, teamId, id, tx)
       const problems = checkValues(current.inputs, values, 'team')
@@ -52,7 +53,7 @@ export class ValueWrites {
   }
 
   /** The caller's own values of user-scoped keys; only a member of the team has any. */
-  async setMyValues(teamId: string, id: string, values: ValueMap, actor: InstallationActor): Promise<InstallationView['inputs']> {
+  async setMyValues(teamId: string, id: string, values: ValueMap, actor: UserActor): Promise<InstallationView['inputs']> {
     await teamTransaction(this.deps, teamId, async (tx) => {
       if ((await this.deps.teams.with(tx).roleOf(actor.userId, teamId)) === null) {
         throw errors.forbidden({ required_role: 'team member' }, 'Forbidden: only members of the team set their own values.')

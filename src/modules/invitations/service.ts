@@ -1,3 +1,4 @@
+import type { UserActor } from '../../auth/caller.js'
 import type { TeamRole } from '../../auth/permissions.js'
 import { newId } from '../../db/ids.js'
 import { invitationStatus, type InvitationRow, type InvitationsRepository, type InvitationStatus, type InvitationWithNames } from '../../db/repositories/invitations.js'
@@ -11,7 +12,6 @@ import type { AuditLog } from '../audit/service.js'
 import type { MailService } from '../mail/service.js'
 import { invitationMail } from '../mail/templates.js'
 import type { SettingsService } from '../settings/service.js'
-import type { TeamActor } from '../teams/service.js'
 import { AcceptLinks } from './links.js'
 
 /** An invitation is good for a week, and for one acceptance. */
@@ -53,7 +53,7 @@ export class InvitationService {
    * A pending invitation holds a seat: members plus pending invitations stay within
    * `team.member_limit`. The team row is locked, so concurrent invitations and additions count in turn.
    */
-  async create(teamId: string, input: { email: string; role: TeamRole }, actor: TeamActor, requestId?: string): Promise<CreatedInvitation> {
+  async create(teamId: string, input: { email: string; role: TeamRole }, actor: UserActor, requestId?: string): Promise<CreatedInvitation> {
     const { database, teams, users, invitations, settings, audit } = this.deps
     const email = input.email.toLowerCase()
     const limit = await settings.get('team.member_limit')
@@ -95,7 +95,7 @@ export class InvitationService {
   }
 
   /** An accepted invitation cannot be revoked (remove the member instead); a revoked one is revoked already. */
-  async revoke(teamId: string, id: string, actor: TeamActor): Promise<void> {
+  async revoke(teamId: string, id: string, actor: UserActor): Promise<void> {
     const { database, invitations, audit } = this.deps
     await database.transaction(async (tx) => {
       const txInvitations = invitations.with(tx)

@@ -1,3 +1,4 @@
+import type { UserActor } from '../../auth/caller.js'
 import type { TeamRole } from '../../auth/permissions.js'
 import { asOwnDefaultTeam, type CallerTeam, type TeamRow, type TeamsRepository, type TeamWithCount } from '../../db/repositories/teams.js'
 import type { UsersRepository } from '../../db/repositories/users.js'
@@ -7,13 +8,6 @@ import { AppError, errors } from '../../http/errors.js'
 import type { Clock } from '../../lib/clock.js'
 import type { AuditEntry, AuditLog } from '../audit/service.js'
 import type { SettingsService } from '../settings/service.js'
-
-/** Who acts on a team, and from where (for the audit trail); a global admin holds every team permission. */
-export interface TeamActor {
-  userId: string
-  isGlobalAdmin: boolean
-  ip: string | null
-}
 
 /** Who was added, and whether the caller named them by email (they typed the address). */
 export interface AddedMember {
@@ -56,14 +50,14 @@ export class TeamService {
   }
 
   /** Membership was checked by the route policy (a non-member got 404 there). */
-  async get(teamId: string, actor: TeamActor): Promise<TeamView> {
+  async get(teamId: string, actor: UserActor): Promise<TeamView> {
     const team = await this.deps.teams.find(teamId)
     if (team === undefined) throw errors.notFound('Team')
     return { ...team, role: await this.deps.teams.roleOf(actor.userId, teamId) }
   }
 
   /** The caller owns it and is its team_admin. At most `team.creation_limit` non-default teams. */
-  async create(actor: TeamActor, input: { name: string; description?: string }): Promise<TeamView> {
+  async create(actor: UserActor, input: { name: string; description?: string }): Promise<TeamView> {
     const { database, teams, settings } = this.deps
     const limit = await settings.get('team.creation_limit')
     const id = await database.transaction(async (tx) => {
@@ -79,14 +73,14 @@ export class TeamService {
     return this.get(id, actor)
   }
 
-  async update(teamId: string, patch: { name?: string; description?: string | null }, actor: TeamActor): Promise<TeamView> {
+  async update(teamId: string, patch: { name?: string; description?: string | null }, actor: UserActor): Promise<TeamView> {
     const team = await this.existing(teamId)
     if (team.isDefault && patch.name !== undefined && patch.name !== team.name) throw defaultTeam('renamed')
     await this.deps.teams.update(teamId, patch, this.now())
     return this.get(teamId, actor)
   }
 
-  async delete(teamId: string, actor: TeamActor): Promise<void> {
+  async delete(teamId: string, actor: UserActor): Promise<void> {
     let revoke = async () => {}
     await this.inTeam(teamId, async (txTeams, team, tx) => {
       if (team.isDefault) throw defaultTeam('deleted')
@@ -103,7 +97,7 @@ export class TeamService {
   }
 
   /** Existing users only, by email or username; at most `team.member_limit` members, pending invitations included. */
-  async addMember(teamId: string, login: string, role: TeamRole, actor: TeamActor): Promise<AddedMember> {
+  async addMember(teamId: string, login: string, role: TeamRole, actor: UserActor): Promise<AddedMember> {
     const { database, teams, users, settings } = this.deps
     const limit = await settings.get('team.member_limit')
     const user = await users.findByLogin(login)
@@ -127,7 +121,7 @@ export class TeamService {
   }
 
   /** The owner stays team_admin, and the last team_admin cannot be demoted. */
-  async changeRole(teamId: string, userId: string, role: TeamRole, actor: TeamActor): Promise<void> {
+  async changeRole(teamId: string, userId: string, role: TeamRole, actor: UserActor): Promise<void> {
     await this.inTeam(teamId, async (txTeams, team, tx) => {
       const current = await txTeams.roleOf(userId, teamId)
       if (current === null) throw notMember()
@@ -142,7 +136,7 @@ export class TeamService {
   }
 
   /** Removing someone needs team.members.manage; leaving needs only membership. The owner cannot go. */
-  async removeMember(teamId: string, userId: string, actor: TeamActor): Promise<void> {
+  async removeMember(teamId: string, userId: string, actor: UserActor): Promise<void> {
     let revoke = async () => {}
     await this.inTeam(teamId, async (txTeams, team, tx) => {
       const leaving = userId === actor.userId
@@ -163,7 +157,7 @@ export class TeamService {
   }
 
   /** To a member, who becomes team_admin; by the owner or a global admin. */
-  async transferOwnership(teamId: string, newOwnerId: string, actor: TeamActor): Promise<TeamView> {
+  async transferOwnership(teamId: string, newOwnerId: string, actor: UserActor): Promise<TeamView> {
     await this.inTeam(teamId, async (txTeams, team, tx) => {
       if (team.isDefault) throw defaultTeam('transferred')
       if (team.ownerId !== actor.userId && !actor.isGlobalAdmin) throw onlyOwner()
@@ -223,7 +217,7 @@ export class TeamService {
 }
 
 /** A team event: the team is the target; details name ids and roles, never an address. */
-function teamEvent(actor: TeamActor, teamId: string, details: Record<string, unknown>): AuditEntry {
+function teamEvent(actor: UserActor, teamId: string, details: Record<string, unknown>): AuditEntry {
   return { actorId: actor.userId, ip: actor.ip, target: teamId, details: { team_id: teamId, ...details } }
 }
 
